@@ -1,0 +1,53 @@
+"""The package's error hierarchy.
+
+Every error the package raises derives from :class:`IntentError` and says what went wrong and where
+(a source location ``file:line:col`` for text input, or a program location such as ``kernel gemm, op #12``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A position in a text input; line and column are 1-based."""
+
+    file: str | None
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file or '<string>'}:{self.line}:{self.col}"
+
+
+class IntentError(Exception):
+    """Base class of every error raised by intent_eqsat.
+
+    ``location`` is a :class:`SourceLocation` or a free-form program location string; ``str(err)`` always
+    starts with the location when one is known.
+    """
+
+    def __init__(self, message: str, location: SourceLocation | str | None = None):
+        self.message = message
+        self.location = location
+        super().__init__(f"{location}: {message}" if location is not None else message)
+
+
+class ParseError(IntentError):
+    """Malformed text input (GPU IR text or .kir); ``location`` is a SourceLocation."""
+
+
+class LaunchExprError(IntentError):
+    """A LaunchExpr that is not allowed (SPEC IR-3.1) or cannot be evaluated."""
+
+
+class InterpretError(IntentError):
+    """The NumPy interpreter met a program it cannot execute faithfully (e.g. an unguarded out-of-bounds access)."""
+
+
+class KirError(IntentError):
+    """A semantically illegal KIR kernel (the KIR verifier, SPEC PASS-5)."""
+
+
+class ConstructionError(IntentError):
+    """KIR -> GPU IR construction failed or produced a program the construction verifier rejects."""
