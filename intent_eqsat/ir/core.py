@@ -1,0 +1,234 @@
+"""The shared GPU IR data model (SPEC IR-2..IR-9): module, kernels, ABI, program space, ops, regions, values.
+
+Ops use one generic structure (name, operands, results, attributes, regions) whose legal forms are listed once in
+:mod:`intent_eqsat.ir.spec`; the printer, parser, verifier and interpreter all read that table. Values are SSA
+names with a type; names are unique inside a kernel, so two structurally equal modules compare equal with ``==``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from intent_eqsat.ir.launch import Const, LaunchExpr, product, total
+from intent_eqsat.ir.types import ScalarType, Type, ViewType
+
+NUMERICS = ("source", "relaxed_normalization")
+ACCESS_MODES = ("read", "write", "readwrite")
+ORDERS = ("row_major", "grouped")
+
+
+@dataclass(frozen=True)
+class Value:
+    """An SSA value: a name unique in its kernel (printed ``%name``) and a type."""
+
+    name: str
+    type: Type
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@dataclass(eq=True)
+class Region:
+    """A structured region: typed arguments and an op list (ending in ``yield`` where the parent needs one)."""
+
+    args: list[Value] = field(default_factory=list)
+    ops: list["Op"] = field(default_factory=list)
+
+
+@dataclass(eq=True)
+class Op:
+    """One operation. ``attrs`` values are int, float, bool, str, LaunchExpr, tuples and dicts of those."""
+
+    name: str
+    operands: list[Value] = field(default_factory=list)
+    results: list[Value] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    regions: list[Region] = field(default_factory=list)
+    #: where the op was written (text input only); not part of structural equality
+    loc: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def result(self) -> Value:
+        if len(self.results) != 1:
+            raise ValueError(f"op {self.name} has {len(self.results)} results, not one")
+        return self.results[0]
+
+    @property
+    def origin(self) -> str | None:
+        """The KIR id this op came from (the origin map, SPEC IR-2)."""
+        return self.attrs.get("origin")
+
+
+@dataclass(frozen=True)
+class AbiArg:
+    """One public (or compiler-private) kernel argument (SPEC IR-2, IR-4.3).
+
+    Views carry element strides (None = taken from the runtime tensor, i.e. ``stride(name, axis)``), an element
+    offset, an access mode and an alias class (args sharing a class may overlap; None = no alias). A private
+    scalar carries the LaunchExpr that produces it; a private view is a runtime-allocated workspace.
+    """
+
+    value: Value
+    access: str | None = None
+    strides: tuple[LaunchExpr, ...] | None = None
+    offset: LaunchExpr = Const(0)
+    alias: str | None = None
+    private: bool = False
+    producer: LaunchExpr | None = None
+
+    @property
+    def name(self) -> str:
+        return self.value.name
+
+    @property
+    def is_view(self) -> bool:
+        return isinstance(self.value.type, ViewType)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One execution-group segment of the program space (SPEC IR-3).
+
+    Its programs are the linear coordinates ``[offset, offset + length)`` where ``length = prod(extents)``; they are
+    decoded to ``extents``-shaped coordinates row-major, or, with ``order="grouped"``, in groups of
+    ``group_size`` rows along axis 0 (the tiled-GEMM L2 ordering), which is a bijection on the same set.
+    """
+
+    extents: tuple[LaunchExpr, ...]
+    order: str = "row_major"
+    group_size: LaunchExpr | None = None
+
+    @property
+    def length(self) -> LaunchExpr:
+        return product(self.extents)
+
+
+@dataclass(frozen=True)
+class ProgramSpace:
+    """Finite physical program instances: ordered segments; ``launch`` set means grid-stride traversal with that
+    many launched programs (the body then loops over linear coordinates explicitly)."""
+
+    segments: tuple[Segment, ...]
+    launch: LaunchExpr | None = None
+
+    def offset(self, i: int) -> LaunchExpr:
+        return total([s.length for s in self.segments[:i]])
+
+    @property
+    def total(self) -> LaunchExpr:
+        return total([s.length for s in self.segments])
+
+    @property
+    def grid(self) -> LaunchExpr:
+        """Number of programs launched."""
+        return self.launch if self.launch is not None else self.total
+
+
+@dataclass(frozen=True)
+class ParamDecl:
+    """A compile-time physical parameter (block size, group size, ...) with its candidate domain."""
+
+    name: str
+    default: int
+    candidates: tuple[int, ...]
+    dtype: str = "i64"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """SPEC PASS-1.1 ``intent.compile_options``; defaults source / true / false."""
+
+    numerics: str = "source"
+    online_reduction: bool = True
+    optimization_remarks: bool = False
+
+    def key(self) -> str:
+        return f"numerics={self.numerics},online_reduction={self.online_reduction}," \
+               f"optimization_remarks={self.optimization_remarks}"
+
+
+@dataclass(eq=True)
+class Kernel:
+    """One physical kernel = one target artifact = one launch (SPEC IR-2).
+
+    ``body.args`` are the ABI values in order followed by the linear program coordinate.
+    """
+
+    name: str
+    origin: str
+    abi: list[AbiArg]
+    space: ProgramSpace
+    body: Region
+
+    @property
+    def pid(self) -> Value:
+        return self.body.args[-1]
+
+    def arg(self, name: str) -> AbiArg:
+        for a in self.abi:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+
+@dataclass(eq=True)
+class Module:
+    """A physical module (SPEC IR-2): a target-capability reference, compile options, parameters, kernels."""
+
+    target: str
+    options: CompileOptions = field(default_factory=CompileOptions)
+    params: list[ParamDecl] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+
+    def kernel(self, name: str) -> Kernel:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(name)
+
+    def param(self, name: str) -> ParamDecl:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def origin_map(self) -> dict[tuple[str, int], str]:
+        """(kernel name, op index in pre-order) -> KIR id, for every op that has an origin."""
+        out: dict[tuple[str, int], str] = {}
+        for k in self.kernels:
+            for i, op in enumerate(walk(k.body)):
+                if op.origin is not None:
+                    out[(k.name, i)] = op.origin
+        return out
+
+
+def walk(region: Region) -> Iterator[Op]:
+    """All ops of a region and its nested regions, in pre-order (the order ``#n`` locations count)."""
+    for op in region.ops:
+        yield op
+        for r in op.regions:
+            yield from walk(r)
+
+
+def op_index(kernel: Kernel, target: Op) -> int:
+    for i, op in enumerate(walk(kernel.body)):
+        if op is target:
+            return i
+    return -1
+
+
+def location(kernel: Kernel | str, op: Op | None = None, index: int | None = None) -> str:
+    """Program location used in errors: ``kernel gemm, op #12 (load)``."""
+    kname = kernel if isinstance(kernel, str) else kernel.name
+    if op is None:
+        return f"kernel {kname}"
+    if index is None and not isinstance(kernel, str):
+        index = op_index(kernel, op)
+    where = f"op #{index} ({op.name})" if index is not None and index >= 0 else f"op {op.name}"
+    origin = f" from {op.origin}" if op.origin else ""
+    return f"kernel {kname}, {where}{origin}"
+
+
+INDEX = ScalarType("index")
+I1 = ScalarType("i1")
