@@ -14,8 +14,9 @@ from typing import Any
 
 UNARY_OPS = ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf",
              "sigmoid", "floor", "ceil", "recip")
-BINARY_OPS = ("add", "sub", "mul", "div", "rem", "floordiv", "max", "min", "pow", "and", "or", "xor", "shl",
-              "shr")
+BINARY_OPS = ("add", "sub", "mul", "div", "rem", "mod", "floordiv", "max", "min", "pow", "and", "or", "xor",
+              "shl", "shr")
+#: integer semantics: div and rem truncate toward zero (C); floordiv and mod round toward -inf (Python)
 CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 COMBINERS = ("add", "mul", "max", "min", "and", "or", "xor")
 RMW_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")
@@ -175,14 +176,23 @@ def attr_default(op_name: str, attr: str) -> Any:
 
 
 def normalize_attrs(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
-    """Fill in defaults so that builder-made and parsed ops compare equal; keys sorted."""
+    """Fill in defaults so that builder-made and parsed ops compare equal; keys sorted; lists become tuples
+    (the parser reads ``[...]`` as a tuple)."""
     spec = SPECS.get(op_name)
-    out = dict(attrs)
+    out = {k: _freeze(v) for k, v in attrs.items()}
     if spec is not None:
         for k, a in spec.attrs.items():
             if k not in out and a.default is not None:
                 out[k] = a.default
     return dict(sorted(out.items()))
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _freeze(x) for k, x in v.items()}
+    return v
 
 
 def access_layout(op_name: str, n_operands: int, valid: bool) -> tuple[int, int]:
