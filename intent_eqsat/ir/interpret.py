@@ -124,7 +124,7 @@ import numpy as np
 from intent_eqsat.errors import IntentError, InterpretError
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Module, Op, Region, location
-from intent_eqsat.ir.launch import LaunchExpr, Sym, ViewMeta, evaluate
+from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Sym, ViewMeta, evaluate
 from intent_eqsat.ir.spec import SPECS, access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleType, Type, ViewType
 
@@ -358,6 +358,7 @@ class _Interpreter:
                 for axis, e in enumerate(a.value.type.shape):
                     if isinstance(e, Sym):
                         bind(e.name, copies[a.name].shape[axis], f"axis {axis} of argument {a.name!r}")
+        _solve_product_extents(k, copies, symbols, bind)
         # scalars
         scalars: dict[str, Any] = {}
         for a in k.abi:
@@ -1454,3 +1455,40 @@ def _region_is_scalar_pure(region: Region) -> bool:
 
 
 __all__ = ["interpret", "MAX_WHILE_ITERATIONS"]
+
+
+def _product_factors(e: Any) -> list[Any] | None:
+    """The factors of a product of symbols and constants (None for any other expression)."""
+    if isinstance(e, (Sym, Const)):
+        return [e]
+    if isinstance(e, BinOp) and e.op == "*":
+        a, b = _product_factors(e.lhs), _product_factors(e.rhs)
+        return None if a is None or b is None else a + b
+    return None
+
+
+def _solve_product_extents(k: Kernel, copies: dict[str, np.ndarray], symbols: dict[str, Any], bind) -> None:
+    """Bind a symbol that appears only inside a product extent (``G*CPG``) once its other factors are known."""
+    progress = True
+    while progress:
+        progress = False
+        for a in k.abi:
+            if a.name not in copies:
+                continue
+            for axis, e in enumerate(a.value.type.shape):
+                factors = _product_factors(e)
+                if factors is None or len(factors) < 2:
+                    continue
+                unknown = [f for f in factors if isinstance(f, Sym) and f.name not in symbols]
+                if len({f.name for f in unknown}) != 1 or len(unknown) != 1:
+                    continue
+                known = 1
+                for f in factors:
+                    if isinstance(f, Const):
+                        known *= int(f.value)
+                    elif f.name in symbols:
+                        known *= int(symbols[f.name])
+                size = copies[a.name].shape[axis]
+                if known and size % known == 0:
+                    bind(unknown[0].name, size // known, f"axis {axis} of argument {a.name!r}")
+                    progress = True
