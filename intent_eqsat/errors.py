@@ -49,5 +49,10 @@ class KirError(IntentError):
     """A semantically illegal KIR kernel (the KIR verifier, SPEC PASS-5)."""
 
 
+class KirEvalError(KirError):
+    """The KIR reference evaluator met inputs it cannot evaluate: a missing or mis-shaped input, an unbound shape
+    symbol, or a data-dependent subscript / integer division that fails at run time (located at the KIR node)."""
+
+
 class ConstructionError(IntentError):
     """KIR -> GPU IR construction failed or produced a program the construction verifier rejects."""

@@ -13,7 +13,7 @@ to bottom like its text form::
         i = r.add(r.broadcast(r.mul(p, r.launch("BM")), frag("index", "BM")), r.range(frag("index", "BM")))
         ok = r.cmp("lt", i, r.broadcast(r.launch("N"), frag("index", "BM")))
         r.store(Y, [i], r.load(X, [i], valid=ok, fill=0.0), valid=ok)
-    kb.body(lambda r, pid: r.execution_group(0, pid, group))
+    kb.body(lambda r, pid: r.execution_group(0, pid, group, rank=1))
     module = mb.build()
 """
 from __future__ import annotations

@@ -8,9 +8,12 @@ so the launch wrapper and the kernel body can both evaluate it (IR-10 invariant 
 """
 from __future__ import annotations
 
+import numbers
+import re
 from dataclasses import dataclass
 from typing import Mapping, Union
 
+import numpy as np
 import sympy
 
 from intent_eqsat.errors import LaunchExprError, ParseError
@@ -19,6 +22,27 @@ from intent_eqsat.ir.lexer import TokenStream, tokenize
 BINARY_OPS = ("+", "-", "*", "//", "%", "ceil_div", "min", "max", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _FUNC_BINARY = ("ceil_div", "min", "max")
 _CMP = ("==", "!=", "<", "<=", ">", ">=")
+#: names a Sym / a view may have: the lexer's identifiers, minus the boolean literals
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_RESERVED = ("true", "false")
+
+
+def _check_name(name: object, what: str) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _RESERVED:
+        raise LaunchExprError(f"{name!r} is not a valid {what} name in a LaunchExpr (an identifier other than "
+                              f"true/false)")
+
+
+def _check_index(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
+        raise LaunchExprError(f"{what} must be a non-negative integer, not {value!r}")
+    return int(value)
+
+
+def _check_node(value: object, what: str) -> None:
+    if not isinstance(value, LaunchExpr):
+        raise LaunchExprError(f"{what} of a LaunchExpr node must be a LaunchExpr, not {value!r} "
+                              f"({type(value).__name__})")
 
 
 class LaunchExpr:
@@ -41,9 +65,30 @@ class LaunchExpr:
         return BinOp("//", self, as_le(other))
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=False)
 class Const(LaunchExpr):
+    """An int or bool constant. ``Const(True) != Const(1)``: the printed forms differ, so structural equality
+    keeps bool and int apart (Python's ``True == 1`` would not). NumPy integers/bools are coerced."""
+
     value: int | bool
+
+    def __post_init__(self) -> None:
+        v = self.value
+        if isinstance(v, (bool, np.bool_)):
+            object.__setattr__(self, "value", bool(v))
+        elif isinstance(v, numbers.Integral):
+            object.__setattr__(self, "value", int(v))
+        else:
+            raise LaunchExprError(f"a LaunchExpr constant is an int or a bool, not {v!r} ({type(v).__name__}) "
+                                  f"(SPEC IR-3.1)")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Const):
+            return NotImplemented
+        return type(self.value) is type(other.value) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash((Const, type(self.value) is bool, self.value))
 
     def __str__(self) -> str:
         return format_launch_expr(self)
@@ -55,6 +100,9 @@ class Sym(LaunchExpr):
 
     name: str
 
+    def __post_init__(self) -> None:
+        _check_name(self.name, "symbol")
+
     def __str__(self) -> str:
         return format_launch_expr(self)
 
@@ -64,6 +112,10 @@ class Dim(LaunchExpr):
     view: str
     axis: int
 
+    def __post_init__(self) -> None:
+        _check_name(self.view, "view")
+        object.__setattr__(self, "axis", _check_index(self.axis, "a dim() axis"))
+
     def __str__(self) -> str:
         return format_launch_expr(self)
 
@@ -72,6 +124,10 @@ class Dim(LaunchExpr):
 class Stride(LaunchExpr):
     view: str
     axis: int
+
+    def __post_init__(self) -> None:
+        _check_name(self.view, "view")
+        object.__setattr__(self, "axis", _check_index(self.axis, "a stride() axis"))
 
     def __str__(self) -> str:
         return format_launch_expr(self)
@@ -83,6 +139,12 @@ class BinOp(LaunchExpr):
     lhs: LaunchExpr
     rhs: LaunchExpr
 
+    def __post_init__(self) -> None:
+        if self.op not in BINARY_OPS:
+            raise LaunchExprError(f"{self.op!r} is not a LaunchExpr operator; allowed: {', '.join(BINARY_OPS)}")
+        _check_node(self.lhs, "the left operand")
+        _check_node(self.rhs, "the right operand")
+
     def __str__(self) -> str:
         return format_launch_expr(self)
 
@@ -90,6 +152,9 @@ class BinOp(LaunchExpr):
 @dataclass(frozen=True, eq=True)
 class Not(LaunchExpr):
     operand: LaunchExpr
+
+    def __post_init__(self) -> None:
+        _check_node(self.operand, "the operand")
 
     def __str__(self) -> str:
         return format_launch_expr(self)
@@ -101,6 +166,10 @@ class Select(LaunchExpr):
     if_true: LaunchExpr
     if_false: LaunchExpr
 
+    def __post_init__(self) -> None:
+        for part in (self.cond, self.if_true, self.if_false):
+            _check_node(part, "an operand of select")
+
     def __str__(self) -> str:
         return format_launch_expr(self)
 
@@ -108,6 +177,14 @@ class Select(LaunchExpr):
 @dataclass(frozen=True, eq=True)
 class Tuple(LaunchExpr):
     items: tuple[LaunchExpr, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.items, (list, tuple)):
+            object.__setattr__(self, "items", tuple(self.items))
+        else:
+            raise LaunchExprError(f"tuple items must be a sequence of LaunchExprs, not {self.items!r}")
+        for it in self.items:
+            _check_node(it, "a tuple item")
 
     def __str__(self) -> str:
         return format_launch_expr(self)
@@ -118,6 +195,10 @@ class TupleGet(LaunchExpr):
     tuple_expr: LaunchExpr
     index: int
 
+    def __post_init__(self) -> None:
+        _check_node(self.tuple_expr, "the tuple")
+        object.__setattr__(self, "index", _check_index(self.index, "a tuple index"))
+
     def __str__(self) -> str:
         return format_launch_expr(self)
 
@@ -126,10 +207,12 @@ LEArg = Union[LaunchExpr, int, bool, str]
 
 
 def as_le(x: LEArg) -> LaunchExpr:
-    """Coerce ints/bools to Const and strings to Sym; LaunchExprs pass through."""
+    """Coerce ints/bools (NumPy integers too) to Const and identifier strings to Sym; LaunchExprs pass through.
+
+    Anything else (floats, None, containers, kernel values, ...) is a LaunchExprError (SPEC IR-3.1)."""
     if isinstance(x, LaunchExpr):
         return x
-    if isinstance(x, bool) or isinstance(x, int):
+    if isinstance(x, (bool, np.bool_, numbers.Integral)):
         return Const(x)
     if isinstance(x, str):
         return Sym(x)
@@ -257,9 +340,9 @@ def to_sympy(e: LaunchExpr) -> sympy.Expr:
     if isinstance(e, Sym):
         return sympy.Symbol(e.name, integer=True, positive=True)
     if isinstance(e, Dim):
-        return sympy.Symbol(f"dim__{e.view}__{e.axis}", integer=True, positive=True)
+        return sympy.Symbol(f"dim({e.view}, {e.axis})", integer=True, positive=True)
     if isinstance(e, Stride):
-        return sympy.Symbol(f"stride__{e.view}__{e.axis}", integer=True, nonnegative=True)
+        return sympy.Symbol(f"stride({e.view}, {e.axis})", integer=True, nonnegative=True)
     if isinstance(e, BinOp):
         a, b = to_sympy(e.lhs), to_sympy(e.rhs)
         if e.op == "+":
@@ -281,16 +364,18 @@ def to_sympy(e: LaunchExpr) -> sympy.Expr:
     raise LaunchExprError(f"LaunchExpr {format_launch_expr(e)} has no integer sympy form")
 
 
+_META_SYMBOL = re.compile(r"^(dim|stride)\((.+), (\d+)\)$")
+
+
 def from_sympy(s: sympy.Expr) -> LaunchExpr:
     """Translate back the sympy forms ``to_sympy`` produces (and what simplification makes of them)."""
     if s.is_Integer:
         return Const(int(s))
     if s.is_Symbol:
-        name = s.name
-        if name.startswith("dim__") or name.startswith("stride__"):
-            kind, view, axis = name.split("__")
-            return (Dim if kind == "dim" else Stride)(view, int(axis))
-        return Sym(name)
+        m = _META_SYMBOL.match(s.name)
+        if m:  # dim/stride metadata: the name is not an identifier, so it never collides with a Sym
+            return (Dim if m.group(1) == "dim" else Stride)(m.group(2), int(m.group(3)))
+        return Sym(s.name)
     if isinstance(s, sympy.Add):
         terms = sorted(s.args, key=sympy.default_sort_key)
         pos = [t for t in terms if not _is_negative_term(t)]
@@ -343,7 +428,8 @@ def simplify(e: LaunchExpr) -> LaunchExpr:
     if isinstance(e, BinOp) and e.op in BINARY_OPS and e.op not in _CMP and e.op not in ("&&", "||"):
         try:
             out = from_sympy(sympy.simplify(to_sympy(e)))
-        except (LaunchExprError, TypeError, ValueError):
+        except Exception:  # noqa: BLE001 - sympy may raise anything (ZeroDivisionError for Mod(x, 0), ...);
+            # simplification is an optimisation: keep the structure and simplify the operands
             return BinOp(e.op, simplify(e.lhs), simplify(e.rhs))
         return out if _size(out) <= _size(e) else e
     if isinstance(e, BinOp):
@@ -369,8 +455,8 @@ def _size(e: LaunchExpr) -> int:
 def equivalent(a: LaunchExpr, b: LaunchExpr) -> bool:
     """True when sympy proves the two integer expressions equal for all positive integer symbols."""
     try:
-        return sympy.simplify(to_sympy(a) - to_sympy(b)) == 0
-    except LaunchExprError:
+        return bool(sympy.simplify(to_sympy(a) - to_sympy(b)) == 0)
+    except Exception:  # noqa: BLE001 - no integer form (booleans, tuples) or sympy gave up (e.g. Mod(x, 0))
         return a == b
 
 
@@ -414,7 +500,10 @@ def format_launch_expr(e: LaunchExpr, parent_prec: int = 0) -> str:
 def parse_launch_expr(text: str, filename: str | None = None) -> LaunchExpr:
     """Parse the canonical text form; anything outside IR-3.1 is a located ParseError."""
     ts = TokenStream(tokenize(text, filename), filename)
-    e = read_launch_expr(ts)
+    try:
+        e = read_launch_expr(ts)
+    except RecursionError:
+        raise ts.error("LaunchExpr nested too deeply") from None
     if ts.peek().kind != "EOF":
         raise ts.error(f"unexpected {ts.peek().text!r} after LaunchExpr")
     return e
@@ -465,7 +554,10 @@ def _read_unary(ts: TokenStream) -> LaunchExpr:
             return Sym(name)
         ts.expect("(")
         if name in ("dim", "stride"):
-            view = ts.expect_kind("IDENT", "a view name").text
+            vtok = ts.expect_kind("IDENT", "a view name")
+            view = vtok.text
+            if view in _RESERVED:
+                raise ts.error(f"expected a view name, found {view!r}", vtok)
             ts.expect(",")
             axis = int(ts.expect_kind("INT", "an axis number").text)
             ts.expect(")")
@@ -485,9 +577,11 @@ def _read_unary(ts: TokenStream) -> LaunchExpr:
             ts.expect(")")
             return Select(c, a, b)
         if name == "tuple":
-            items = [read_launch_expr(ts)]
-            while ts.accept(","):
+            items = []
+            if not ts.at(")"):
                 items.append(read_launch_expr(ts))
+                while ts.accept(","):
+                    items.append(read_launch_expr(ts))
             ts.expect(")")
             return Tuple(tuple(items))
         if name == "get":

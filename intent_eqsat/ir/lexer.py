@@ -5,13 +5,14 @@ Every token carries its 1-based line and column so that parse errors can name th
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from intent_eqsat.errors import ParseError, SourceLocation
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
+    """One token (a NamedTuple: cheap to build, immutable)."""
+
     kind: str  # IDENT, VALUE, INT, FLOAT, STRING, PUNCT, EOF
     text: str
     line: int
@@ -27,36 +28,40 @@ _TOKEN_RE = re.compile(
   | (?P<nl>\n)
   | (?P<comment>\#[^\n]*)
   | (?P<value>%[A-Za-z0-9_.]+)
-  | (?P<float>\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
-  | (?P<int>\d+)
+  | (?P<float>[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
+  | (?P<int>[0-9]+)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<string>"(?:[^"\\\n]|\\.)*")
   | (?P<punct>//|==|!=|<=|>=|&&|\|\||->|[()\[\]{}<>,:=+\-*/%!@$?])
+  | (?P<bad>[\s\S])
     """,
     re.VERBOSE,
 )
+_SKIP = ("ws", "comment")
+#: longer integer literals are rejected here (Python's int() refuses > 4300 digits with a bare ValueError)
+MAX_INT_DIGITS = 4000
 
 
 def tokenize(text: str, filename: str | None = None, line: int = 1, col: int = 1) -> list[Token]:
-    """Split ``text`` into tokens; raise ParseError at the first character that starts no token."""
+    """Split ``text`` into tokens; raise ParseError at the first character that starts no token.
+
+    ``line``/``col`` give the position of ``text[0]`` (for text embedded in a larger input)."""
     tokens: list[Token] = []
-    pos = 0
-    n = len(text)
-    while pos < n:
-        m = _TOKEN_RE.match(text, pos)
-        if m is None:
-            raise ParseError(f"unexpected character {text[pos]!r}", SourceLocation(filename, line, col))
+    line_start = 1 - col  # offset whose column is 1 on the current line
+    for m in _TOKEN_RE.finditer(text):
         kind = m.lastgroup
-        s = m.group()
         if kind == "nl":
             line += 1
-            col = 1
-        else:
-            if kind not in ("ws", "comment"):
-                tokens.append(Token(kind.upper(), s, line, col))
-            col += len(s)
-        pos = m.end()
-    tokens.append(Token("EOF", "", line, col))
+            line_start = m.end()
+        elif kind == "bad":
+            raise ParseError(f"unexpected character {m.group()!r}",
+                             SourceLocation(filename, line, m.start() - line_start + 1))
+        elif kind not in _SKIP:
+            if kind == "int" and m.end() - m.start() > MAX_INT_DIGITS:
+                raise ParseError(f"integer literal longer than {MAX_INT_DIGITS} digits",
+                                 SourceLocation(filename, line, m.start() - line_start + 1))
+            tokens.append(Token(kind.upper(), m.group(), line, m.start() - line_start + 1))
+    tokens.append(Token("EOF", "", line, len(text) - line_start + 1))
     return tokens
 
 
@@ -67,10 +72,11 @@ class TokenStream:
         self.tokens = tokens
         self.pos = 0
         self.filename = filename
+        self._last = len(tokens) - 1
 
     def peek(self, offset: int = 0) -> Token:
-        i = min(self.pos + offset, len(self.tokens) - 1)
-        return self.tokens[i]
+        i = self.pos + offset
+        return self.tokens[i if i < self._last else self._last]
 
     def next(self) -> Token:
         tok = self.peek()

@@ -21,10 +21,11 @@ from intent_eqsat.ir.types import (BUFFER_SCOPES, BufferType, FragmentType, Scal
 
 def parse_module(text: str, filename: str | None = None) -> Module:
     """Parse a whole module; raise ParseError (an IntentError) with file:line:col on malformed input."""
+    parser = _Parser(text, filename)
     try:
-        return _Parser(text, filename).module()
+        return parser.module()
     except RecursionError:
-        raise ParseError("input nested too deeply", None) from None
+        raise parser.error("input nested too deeply") from None
 
 
 class _Parser:
@@ -85,9 +86,11 @@ class _Parser:
             raise self.error(f"unknown type {name!r}", tok)
         self.ts.expect("<")
         if name == "tuple":
-            items = [self.type_()]
-            while self.ts.accept(","):
+            items = []
+            if not self.ts.at(">"):
                 items.append(self.type_())
+                while self.ts.accept(","):
+                    items.append(self.type_())
             self.ts.expect(">")
             return TupleType(tuple(items))
         dt_tok = self.ts.peek()
@@ -100,9 +103,11 @@ class _Parser:
             axes = None
             if self.ts.accept("axes"):
                 self.ts.expect("[")
-                names = [self.ident("an axis name")]
-                while self.ts.accept(","):
+                names = []
+                if not self.ts.at("]"):
                     names.append(self.ident("an axis name"))
+                    while self.ts.accept(","):
+                        names.append(self.ident("an axis name"))
                 self.ts.expect("]")
                 if len(names) != len(shape):
                     raise self.error(f"{len(names)} axis names for a rank-{len(shape)} fragment", tok)
@@ -168,7 +173,11 @@ class _Parser:
         if not self.ts.at("}"):
             while True:
                 ktok = self.ts.peek()
-                key = self.ident("an attribute name")
+                if ktok.kind == "STRING":
+                    self.ts.next()
+                    key = _unquote(ktok.text)
+                else:
+                    key = self.ident("an attribute name")
                 if key in out:
                     raise self.error(f"attribute {key!r} given twice", ktok)
                 self.ts.expect("=")
@@ -225,10 +234,13 @@ class _Parser:
                 types.append(self.type_())
         if len(types) != len(result_toks):
             raise self.error(f"op {name} names {len(result_toks)} results but gives {len(types)} types", name_tok)
+        rlo_, rhi_ = spec.results
+        if len(result_toks) < rlo_ or (rhi_ is not None and len(result_toks) > rhi_):
+            raise self.error(f"op {name} has {_count_range(rlo_, rhi_)} results, got {len(result_toks)}",
+                             name_tok)
         lo, hi = spec.operands
         if len(operands) < lo or (hi is not None and len(operands) > hi):
-            raise self.error(f"op {name} takes {lo}{'' if hi == lo else '..' + (str(hi) if hi else '')} "
-                             f"operands, got {len(operands)}", name_tok)
+            raise self.error(f"op {name} takes {_count_range(lo, hi)} operands, got {len(operands)}", name_tok)
         for k, a in spec.attrs.items():
             if a.required and k not in attrs:
                 raise self.error(f"op {name} needs attribute {k!r}", name_tok)
@@ -286,31 +298,48 @@ class _Parser:
         return Module(target, options, params, kernels)
 
     def options(self) -> CompileOptions:
+        """``options {numerics = source, online_reduction = true, optimization_remarks = false}`` (SPEC PASS-1.1);
+        omitted options take their defaults; errors point at the offending name or value."""
         self.ts.expect("options")
-        tok = self.ts.peek()
-        d = self.attr_dict()
-        unknown = set(d) - {"numerics", "online_reduction", "optimization_remarks"}
-        if unknown:
-            raise self.error(f"unknown compile option {sorted(unknown)[0]!r}", tok)
-        opts = CompileOptions(**{k: v for k, v in d.items()})
-        if opts.numerics not in NUMERICS:
-            raise self.error(f"numerics must be one of {', '.join(NUMERICS)}, not {opts.numerics!r}", tok)
-        if not isinstance(opts.online_reduction, bool) or not isinstance(opts.optimization_remarks, bool):
-            raise self.error("online_reduction and optimization_remarks are true or false", tok)
-        return opts
+        self.ts.expect("{")
+        values: dict[str, Any] = {}
+        while not self.ts.at("}"):
+            ktok = self.ts.peek()
+            key = self.ident("a compile option name")
+            if key not in _OPTIONS:
+                raise self.error(f"unknown compile option {key!r}; expected one of {', '.join(_OPTIONS)}", ktok)
+            if key in values:
+                raise self.error(f"compile option {key!r} given twice", ktok)
+            self.ts.expect("=")
+            vtok = self.ts.peek()
+            value = self.attr_value()
+            if key == "numerics" and not (isinstance(value, str) and value in NUMERICS):
+                raise self.error(f"numerics must be one of {', '.join(NUMERICS)}, not {vtok.text!r}", vtok)
+            if key != "numerics" and not isinstance(value, bool):
+                raise self.error(f"{key} is true or false, not {vtok.text!r}", vtok)
+            values[key] = value
+            if not self.ts.accept(","):
+                break
+        self.ts.expect("}")
+        return CompileOptions(**values)
 
     def param(self) -> ParamDecl:
         self.ts.expect("param")
         name = self.ident("a parameter name")
         self.ts.expect(":")
+        dt_tok = self.ts.peek()
         dt = self.ident("a parameter type")
+        if not dtypes.is_int(dt):
+            raise self.error(f"a physical parameter has an integer type, not {dt!r}", dt_tok)
         self.ts.expect("=")
         default = self.int_lit()
         self.ts.expect("in")
         self.ts.expect("[")
-        cands = [self.int_lit()]
-        while self.ts.accept(","):
+        cands = []
+        if not self.ts.at("]"):
             cands.append(self.int_lit())
+            while self.ts.accept(","):
+                cands.append(self.int_lit())
         self.ts.expect("]")
         return ParamDecl(name, default, tuple(cands), dt)
 
@@ -398,6 +427,15 @@ class _Parser:
         return ProgramSpace(tuple(segments), launch)
 
 
+_OPTIONS = ("numerics", "online_reduction", "optimization_remarks")
+
+
+def _count_range(lo: int, hi: int | None) -> str:
+    if hi == lo:
+        return str(lo)
+    return f"{lo}..{hi}" if hi is not None else f"{lo} or more"
+
+
 def _unquote(s: str) -> str:
     body = s[1:-1]
     out = []
@@ -437,5 +475,7 @@ def _check_local_types(op: Op, p: _Parser, tok: Token) -> None:
                 raise p.error(f"shape mismatch in {op.name}: operand {f} vs result {res}", tok)
         if frags and not isinstance(res, FragmentType):
             raise p.error(f"op {op.name} on fragments must give a fragment, not {res}", tok)
+        if not frags and isinstance(res, FragmentType):
+            raise p.error(f"op {op.name} on scalars gives a scalar, not {res} (broadcast explicitly)", tok)
         if cat == "select" and op.operands[0].type.dtype != "i1":
             raise p.error(f"select's condition must be i1, not {op.operands[0].type}", tok)

@@ -18,8 +18,11 @@ An op is ``%r = name(%a, %b) {attr = value} : type`` followed by its regions ``(
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from typing import Any
+
+import numpy as np
 
 from intent_eqsat.ir.core import AbiArg, Kernel, Module, Op, ProgramSpace, Region
 from intent_eqsat.ir.launch import Const, LaunchExpr, format_launch_expr
@@ -31,28 +34,42 @@ _KEYWORDS = {"true", "false", "inf", "nan"}
 INDENT = "  "
 
 
+def quote(s: str) -> str:
+    """A string literal the lexer reads back as ``s`` (backslash, quote and newline escaped)."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
 def format_attr(v: Any) -> str:
-    if isinstance(v, bool):
+    """Attribute value text: true/false, ints, floats (repr; inf, -inf, nan), bare or quoted strings,
+    ``$(LaunchExpr)``, ``[list]``, ``{dict}``. NumPy scalars print as the Python number they hold."""
+    if isinstance(v, (bool, np.bool_)):
         return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    if isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral):
+        v = float(v)
         if math.isnan(v):
             return "nan"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
         return repr(v)
     if isinstance(v, str):
-        if _BARE.match(v) and v not in _KEYWORDS:
+        if _BARE.fullmatch(v) and v not in _KEYWORDS:
             return v
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        return quote(v)
     if isinstance(v, LaunchExpr):
         return f"$({format_launch_expr(v)})"
     if isinstance(v, (tuple, list)):
         return "[" + ", ".join(format_attr(x) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {format_attr(x)}" for k, x in sorted(v.items())) + "}"
+        return "{" + ", ".join(f"{_key(k)} = {format_attr(x)}" for k, x in sorted(v.items())) + "}"
     raise TypeError(f"unprintable attribute value {v!r}")
+
+
+def _key(k: Any) -> str:
+    if not isinstance(k, str):
+        raise TypeError(f"attribute names are strings, not {k!r}")
+    return k if _BARE.fullmatch(k) else quote(k)
 
 
 def _printed_attrs(op: Op) -> dict[str, Any]:
@@ -148,7 +165,7 @@ def format_kernel(k: Kernel, depth: int) -> list[str]:
 def print_module(m: Module) -> str:
     """The canonical text of a module (deterministic: same module, same bytes)."""
     o = m.options
-    lines = [f"module target \"{m.target}\" {{",
+    lines = [f"module target {quote(str(m.target))} {{",
              INDENT + f"options {{numerics = {o.numerics}, online_reduction = {format_attr(o.online_reduction)}, "
                       f"optimization_remarks = {format_attr(o.optimization_remarks)}}}"]
     for p in m.params:
