@@ -29,6 +29,7 @@ from intent_eqsat.ir.core import CompileOptions, Module, Value
 from intent_eqsat.ir.types import ScalarType
 from intent_eqsat.ir.verify import verify
 from intent_eqsat.ir.verify_errors import VerificationError
+from intent_eqsat.rules.canonical import canonicalize
 from intent_eqsat.kir import model as m
 from intent_eqsat.kir.analysis import KernelAnalysis, analyze
 from intent_eqsat.kir.infer import KernelFacts, ModuleFacts
@@ -60,6 +61,9 @@ def construct(module: m.KirModule, *, target: str = "sm90", options: CompileOpti
     for kernel in module.kernels:
         _construct_kernel(mb, facts, facts.kernels[kernel.name], analysis.kernels[kernel.name])
     program = mb.build()
+    # Canonical form: the term encoding shares equal pure computations and drops unused ones, so the first
+    # program is CSE'd/DCE'd and is exactly what decoding its own encoding gives (rules/encode.py).
+    program.kernels = [canonicalize(k) for k in program.kernels]
     if verify_result:
         try:
             verify(program, stage="construction")
