@@ -1,0 +1,374 @@
+"""The KIR verifier (SPEC PASS-5): semantic legality only, never GPU profitability.
+
+On top of what ``infer.py`` already rejects (names, types, index use, combiner kinds), it checks:
+
+* **subscripts in range** by interval analysis over affine subscripts (``poly.py``): every subscript must provably
+  lie in ``[0, extent)`` over its index domain, using the conditions of enclosing ``where`` predicates as facts
+  (``X[h + kh - 1] where 0 <= h + kh - 1 && h + kh - 1 < H else 0``). A plain index variable that cannot be
+  shown to fit is a *shape mismatch*; anything else is an *out-of-domain subscript*. Subscripts that read tensors
+  (gathers, scatter targets through index tensors) are data-dependent: the evaluator checks them at run time;
+* **collision semantics**: a write whose target index is not provably injective over the statement's domain needs
+  a ``collide`` clause;
+* **out views** are fully written by a plain store (``C[m, n] = ...`` with distinct index variables) before they
+  are read or updated, and at least once;
+* **combiner claims** (``associative``, ``commutative``, identity) hold on a deterministic sample of values,
+  evaluated in float64 (exact for the ints and small floats sampled; a tolerance absorbs rounding in transcendental
+  combiners).
+
+Every error is a :class:`KirError` whose ``location`` is the ``file:line:col`` of the offending token.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Mapping
+
+import numpy as np
+
+from intent_eqsat.errors import KirError
+from intent_eqsat.kir import dtypes as dt
+from intent_eqsat.kir import model as m
+from intent_eqsat.kir.ids import assign_ids
+from intent_eqsat.kir.infer import KernelFacts, ModuleFacts, Ref, Site, infer_module, start_node, where_of
+from intent_eqsat.kir.poly import Interval, Poly, interval_of, prove_nonneg, provably_nonneg
+from intent_eqsat.kir.printer import print_expr
+
+
+_NOREF = Ref("", "")
+
+
+def verify(module: m.KirModule) -> None:
+    """Raise :class:`KirError` if ``module`` is not a legal KIR module."""
+    check(module)
+
+
+def check(module: m.KirModule) -> ModuleFacts:
+    """Verify ``module`` and return the inferred facts (used by the evaluator and the analyses).
+
+    Ids are (re)assigned first — a no-op for parsed or builder-made modules, whose ids are already positional — so
+    that a hand-assembled tree cannot confuse facts keyed by id."""
+    facts = infer_module(assign_ids(module))
+    for c in facts.combiners.values():
+        check_combiner_laws(c, facts)
+    for kf in facts.kernels.values():
+        _KernelChecks(kf).run()
+    return facts
+
+
+# ------------------------------------------------------------------------------------- subscripts as polys
+
+
+class Data(Exception):
+    """Raised while converting a subscript that depends on tensor data (checked at run time instead)."""
+
+
+class SubscriptPolys:
+    """Converts integer index expressions of one kernel to :class:`Poly` and gives each atom its interval.
+
+    Atoms: a shape symbol is its name (interval ``[N, N]``); an index variable is ``@<key>`` (its domain); a by-value
+    scalar is ``$<name>`` (unknown); ``a // c``, ``a % c`` and other opaque integer expressions are ``(<text>)``
+    with an interval derived from their operands."""
+
+    def __init__(self, kf: KernelFacts):
+        self.kf = kf
+        self.atoms: dict[str, Interval] = {s: Interval(Poly.atom(s), Poly.atom(s)) for s in kf.symbols}
+        for key, info in kf.vars.items():
+            self.atoms["@" + key] = Interval(info.lo, info.hi - 1)
+
+    def poly(self, e: m.Expr) -> Poly:
+        if isinstance(e, m.Num):
+            if e.kind != "int":
+                raise Data()
+            return Poly.const(int(e.text))
+        if isinstance(e, m.Name):
+            ref = self.kf.refs.get(e.id)
+            if ref is None:
+                raise Data()
+            if ref.kind == "index":
+                return Poly.atom("@" + ref.target)
+            if ref.kind == "symbol":
+                return Poly.atom(ref.target)
+            if ref.kind == "scalar":
+                return Poly.atom("$" + ref.target)
+            raise Data()
+        if isinstance(e, m.Access):
+            raise Data()
+        if isinstance(e, m.Unary) and e.op == "neg":
+            return -self.poly(e.x)
+        if isinstance(e, m.Binary) and e.op in ("add", "sub", "mul"):
+            a, b = self.poly(e.a), self.poly(e.b)
+            return a + b if e.op == "add" else (a - b if e.op == "sub" else a * b)
+        if isinstance(e, m.Binary) and e.op in ("floordiv", "mod"):
+            return self.opaque_div(e)
+        for n in m.walk(e):  # an opaque expression that reads tensor data is data-dependent
+            if isinstance(n, m.Access) or (isinstance(n, m.Name) and self.kf.refs.get(n.id, _NOREF).kind
+                                           in ("let", "local", "state")):
+                raise Data()
+        key = f"({print_expr(e)})"
+        self.atoms.setdefault(key, Interval(None, None))
+        return Poly.atom(key)
+
+    def opaque_div(self, e: m.Binary) -> Poly:
+        a = self.poly(e.a)
+        b = self.poly(e.b)
+        key = f"({print_expr(e)})"
+        ia = interval_of(a, self.atoms)
+        lo: Poly | None = None
+        hi: Poly | None = None
+        if b.is_const() and b.const_value() > 0:
+            c = b.const_value()
+            if e.op == "mod":
+                lo, hi = Poly(), Poly.const(c - 1)
+            else:
+                # floor(x / c) lies in [(x - (c - 1)) / c, x / c]; exact when the bound is a constant.
+                lo = None if ia.lo is None else _div_bound(ia.lo - (c - 1), c, math.ceil)
+                hi = None if ia.hi is None else _div_bound(ia.hi, c, math.floor)
+        elif len(b.terms) == 1 and b.terms[0][1] == 1 and len(b.terms[0][0]) == 1 \
+                and b.terms[0][0][0] in self.kf.symbols:
+            if e.op == "mod":
+                lo, hi = Poly(), b - 1
+            else:
+                nonneg = ia.lo is not None and provably_nonneg(ia.lo)
+                lo = Poly() if nonneg else None
+                hi = ia.hi if nonneg and ia.hi is not None and provably_nonneg(ia.hi) else None
+        self.atoms[key] = Interval(lo, hi)
+        return Poly.atom(key)
+
+    def facts(self, guards: tuple[m.Expr, ...]) -> list[Poly]:
+        """Conditions of enclosing ``where``s as facts ``p >= 0`` (integer comparisons joined by ``&&``)."""
+        out: list[Poly] = []
+        stack = list(guards)
+        while stack:
+            g = stack.pop()
+            if isinstance(g, m.Binary) and g.op == "and":
+                stack += [g.a, g.b]
+                continue
+            if not isinstance(g, m.Binary) or g.op not in ("lt", "le", "gt", "ge", "eq"):
+                continue
+            if not all(dt.is_int(self.kf.types.get(x.id, "")) for x in (g.a, g.b)):  # type: ignore[arg-type]
+                continue
+            try:
+                a, b = self.poly(g.a), self.poly(g.b)
+            except Data:
+                continue
+            if g.op == "lt":
+                out.append(b - a - 1)
+            elif g.op == "le":
+                out.append(b - a)
+            elif g.op == "gt":
+                out.append(a - b - 1)
+            elif g.op == "ge":
+                out.append(a - b)
+            else:
+                out += [a - b, b - a]
+        return out
+
+
+def _div_bound(p: Poly, c: Fraction, rounding) -> Poly:
+    """``p / c``; a constant bound is rounded to the integer it implies (ceil for lower, floor for upper)."""
+    if p.is_const():
+        return Poly.const(rounding(p.const_value() / c))
+    return p * (Fraction(1) / c)
+
+
+# ------------------------------------------------------------------------------------------ kernel checks
+
+
+class _KernelChecks:
+    def __init__(self, kf: KernelFacts):
+        self.kf = kf
+        self.polys = SubscriptPolys(kf)
+
+    def run(self) -> None:
+        k = self.kf.kernel
+        if not any(p.is_view and p.access != "in" for p in k.params):
+            raise KirError(f"kernel {k.name!r} has no out or inout view, so it computes nothing", where_of(k))
+        for site in self.kf.sites:
+            self.check_site(site)
+        for s in k.body:
+            if isinstance(s, m.Assign):
+                self.check_collisions(s)
+        self.check_out_views()
+
+    # ------------------------------------------------------------------------------------- range
+
+    def check_site(self, site: Site) -> None:
+        try:
+            s = self.polys.poly(site.sub)
+        except Data:
+            return
+        facts = self.polys.facts(site.guards)
+        atoms = self.polys.atoms
+        low_ok = prove_nonneg(s, atoms, facts)
+        high_ok = prove_nonneg(site.extent - 1 - s, atoms, facts)
+        if low_ok and high_ok:
+            return
+        sub = site.sub
+        what = f"{site.target} axis {site.axis}"
+        ref = self.kf.refs.get(sub.id) if isinstance(sub, m.Name) else None
+        if ref is not None and ref.kind == "index":
+            info = self.kf.vars[ref.target]
+            raise KirError(f"shape mismatch: index {info.name!r} ranges over {info.lo}..{info.hi} (from "
+                           f"{info.source}) but subscripts {what}, whose extent is {site.extent}", where_of(sub))
+        iv = interval_of(s, atoms)
+        span = f"[{iv.lo if iv.lo is not None else '?'}, {iv.hi if iv.hi is not None else '?'}]"
+        side = "below 0" if not low_ok else f"at or above {site.extent}"
+        raise KirError(f"out-of-domain subscript: {print_expr(sub)} (values in {span}) may fall {side} on {what}; "
+                       f"guard it with 'where' or narrow the index range", where_of(start_node(sub)))
+
+    # -------------------------------------------------------------------------------- collisions
+
+    def injective(self, s: m.Assign) -> str | None:
+        """None if the target index provably determines the member; else the reason it may not."""
+        free = self.kf.stmt_vars[s.id]
+        recovered: set[str] = set()
+        for sub in s.subs:
+            try:
+                p = self.polys.poly(sub)
+            except Data:
+                continue
+            idx_atoms = [a for a in p.atoms() if a.startswith("@")]
+            if len(idx_atoms) != 1:
+                continue
+            a = idx_atoms[0]
+            # sub = c*a + rest where rest has no index variable: a is recovered from the subscript.
+            coeff = dict(p.terms).get((a,))
+            if coeff and all(a not in mono or mono == (a,) for mono, _ in p.terms):
+                recovered.add(a[1:])
+        missing = [self.kf.vars[k].name for k in free if k not in recovered]
+        if not missing:
+            return None
+        return f"index {missing[0]!r} cannot be recovered from the subscripts"
+
+    def check_collisions(self, s: m.Assign) -> None:
+        if s.collide is not None:
+            return
+        why = self.injective(s)
+        if why is None:
+            return
+        if s.op == "=":
+            fix = "add 'collide any' (one write wins) or 'collide unique' (indices never repeat)"
+        else:
+            fix = f"add 'collide {m.UPDATE_OPS[s.op]}' (colliding updates combine) or 'collide unique'"
+        raise KirError(f"scatter without collision semantics: the target index of {s.target!r} may repeat across "
+                       f"the statement's domain ({why}); {fix}", where_of(s))
+
+    # ------------------------------------------------------------------------------------- out views
+
+    def full_store(self, s: m.Assign) -> bool:
+        if s.op != "=" or s.collide is not None:
+            return False
+        names = []
+        for sub in s.subs:
+            ref = self.kf.refs.get(sub.id) if isinstance(sub, m.Name) else None
+            if ref is None or ref.kind != "index":
+                return False
+            names.append(ref.target)
+        return len(set(names)) == len(names)
+
+    def check_out_views(self) -> None:
+        k = self.kf.kernel
+        outs = {p.name for p in k.params if p.is_view and p.access == "out"}
+        written: set[str] = set()
+        for s in k.body:
+            for site in self.kf.sites:
+                if site.stmt == s.id and site.target in outs and site.target not in written and site.access != s.id:
+                    raise KirError(f"out view {site.target!r} is read before it is fully written; write every "
+                                   f"element first (e.g. {site.target}[...] = 0) or declare it inout",
+                                   where_of(self._node(site.access, s)))
+            if isinstance(s, m.Assign) and s.target in outs and s.target not in written:
+                if not self.full_store(s):
+                    raise KirError(f"out view {s.target!r} is updated before it is fully written; start with a plain "
+                                   f"store of every element (e.g. {s.target}[...] = 0) or declare it inout",
+                                   where_of(s))
+                written.add(s.target)
+        for p in k.params:
+            if p.name in outs and p.name not in written:
+                raise KirError(f"out view {p.name!r} is never written", where_of(p))
+
+    @staticmethod
+    def _node(node_id: str, s: m.Stmt) -> m.Node:
+        for n in m.walk(s):
+            if n.id == node_id:
+                return n
+        return s
+
+
+# ----------------------------------------------------------------------------------------- combiner laws
+
+
+def _samples(t: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    if dt.is_float(t):
+        return rng.choice(np.array([-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0]), n)
+    if t == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    lo = 0 if t in dt.UNSIGNED else -3
+    return rng.integers(lo, 6, n).astype(dt.NUMPY[t])
+
+
+def _close(x: tuple, y: tuple) -> np.ndarray:
+    ok = np.ones(np.broadcast_shapes(*(np.shape(v) for v in x + y)), dtype=bool)
+    for a, b in zip(x, y):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype.kind == "f":
+            ok &= np.isclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
+        else:
+            ok &= a == b
+    return ok
+
+
+def check_combiner_laws(c: m.Combiner, facts: ModuleFacts) -> None:
+    """Test the combiner's declared laws on a fixed sample (float64 evaluation)."""
+    if not (c.associative or c.commutative):
+        return
+    from intent_eqsat.kir.evaluate import _KernelEval
+
+    comps = c.type if isinstance(c.type, tuple) else (c.type,)
+    rng = np.random.default_rng(0)
+    n = 96
+
+    def sample() -> tuple:
+        return tuple(_samples(t, rng, n) for t in comps)
+
+    ev = _KernelEval(_empty_kernel_facts(), facts, True)
+
+    def comb(a: tuple, b: tuple) -> tuple:
+        wrap = (lambda v: v) if isinstance(c.type, tuple) else (lambda v: v[0])
+        r = ev.combine(c.name, wrap(a), wrap(b), c.type)
+        return r if isinstance(r, tuple) else (r,)
+
+    x, y, z = sample(), sample(), sample()
+    ident = ev.identity(c.name, c.type)
+    ident = ident if isinstance(ident, tuple) else (ident,)
+
+    def show(v: tuple, i: int) -> str:
+        vals = [np.asarray(a)[i].item() if np.ndim(a) else np.asarray(a).item() for a in v]
+        return str(vals[0]) if len(vals) == 1 else "(" + ", ".join(map(str, vals)) + ")"
+
+    def fail(law: str, ok: np.ndarray, *args: tuple) -> None:
+        i = int(np.argmin(ok))
+        names = "xyz"
+        shown = ", ".join(f"{names[j]}={show(a, i)}" for j, a in enumerate(args))
+        flag = c.commutative_loc if law.startswith("commutative") else c.associative_loc
+        raise KirError(f"combiner {c.name!r} is declared {law} for {shown}", flag or where_of(c))
+
+    if c.associative:
+        ok = _close(comb(comb(x, y), z), comb(x, comb(y, z)))
+        if not ok.all():
+            fail("associative but combine(combine(x, y), z) != combine(x, combine(y, z))", ok, x, y, z)
+        ok = _close(comb(ident, x), x) & _close(comb(x, ident), x)
+        if not ok.all():
+            fail("associative with identity " + print_expr(c.identity) + " but combine(identity, x) or "
+                 "combine(x, identity) != x", ok, x)
+    if c.commutative:
+        ok = _close(comb(x, y), comb(y, x))
+        if not ok.all():
+            fail("commutative but combine(x, y) != combine(y, x)", ok, x, y)
+
+
+def _empty_kernel_facts() -> KernelFacts:
+    from types import MappingProxyType
+
+    empty: Mapping = MappingProxyType({})
+    return KernelFacts(kernel=m.Kernel(name="", params=(), body=()), symbols=(), dims=empty, types=empty,
+                       refs=empty, vars=empty, bind_keys=empty, stmt_vars=empty, lets=empty, sites=())
