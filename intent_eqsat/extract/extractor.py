@@ -23,6 +23,7 @@ def size_cost(node_id: str, node: dict, child_costs: list[float]) -> float:
 def extract(export: Export, node_cost: NodeCost = size_cost) -> tuple[dict[str, str], dict[str, float]]:
     """``choice[eclass] = node id`` and ``cost[eclass]`` for every e-class with a finite-cost term."""
     nodes = export.nodes
+    ecl = export.eclass_of or {nid: n["eclass"] for nid, n in nodes.items()}
     cost: dict[str, float] = {}
     choice: dict[str, str] = {}
     # parents index: e-class -> nodes that have it as a child (for worklist propagation)
@@ -31,7 +32,7 @@ def extract(export: Export, node_cost: NodeCost = size_cost) -> tuple[dict[str, 
         if node["op"] not in SIGNATURES:
             continue
         for c in node["children"]:
-            parents.setdefault(nodes[c]["eclass"], []).append(nid)
+            parents.setdefault(ecl[c], []).append(nid)
     primitive_classes = {node["eclass"] for nid, node in nodes.items() if node["op"] not in SIGNATURES}
     for pc in primitive_classes:
         cost[pc] = 0.0
@@ -41,7 +42,7 @@ def extract(export: Export, node_cost: NodeCost = size_cost) -> tuple[dict[str, 
         nid = work.pop()
         queued.discard(nid)
         node = nodes[nid]
-        kids = [nodes[c]["eclass"] for c in node["children"]]
+        kids = [ecl[c] for c in node["children"]]
         if any(k not in cost for k in kids):
             continue
         c = node_cost(nid, node, [cost[k] for k in kids])

@@ -25,6 +25,8 @@ class Export:
     nodes: dict[str, dict[str, Any]]
     classes: dict[str, list[str]]
     root: str
+    #: e-class of every node id that may appear as a child (constructor, primitive or rule-only function)
+    eclass_of: dict[str, str] | None = None
 
     @property
     def size(self) -> int:
@@ -74,11 +76,26 @@ class KernelGraph:
         declare_constructors(self.egraph)
         self.add(self.term)
 
-    def add(self, term: T, prefix: str = "k") -> None:
-        """Insert a term through egglog program text (one ``let`` per distinct subterm)."""
-        text, _ = to_egglog_program(term, prefix=f"{prefix}{id(term)}_")
+    def add(self, term: T, prefix: str = "k") -> str:
+        """Insert a term through egglog program text (one ``let`` per distinct subterm); returns its let name."""
+        text, root = to_egglog_program(term, prefix=f"{prefix}{id(term)}_")
+        self.run_text(text)
+        return root
+
+    def run_text(self, text: str) -> None:
         eg = self.egraph._egraph
         eg.run_program(*eg.parse_program(text))
+
+    def egg_name(self, fn: Any) -> str:
+        """The egglog name of a Python-declared function or relation (declaring it if needed)."""
+        return self.egraph._callable_to_egg(fn)[1]
+
+    def fact(self, relation: Any, *args: T | int) -> None:
+        """Assert ``relation(args...)`` where term arguments are inserted first."""
+        parts = []
+        for a in args:
+            parts.append(self.add(a, prefix="f") if isinstance(a, T) else str(int(a)))
+        self.run_text(f"({self.egg_name(relation)} {' '.join(parts)})")
 
     def export(self) -> Export:
         ser = self.egraph._egraph.serialize([], max_functions=None, max_calls_per_function=None,
@@ -87,6 +104,7 @@ class KernelGraph:
         nodes: dict[str, dict[str, Any]] = {}
         classes: dict[str, list[str]] = {}
         root = None
+        eclass_of = {nid: node["eclass"] for nid, node in data["nodes"].items()}
         for nid, node in data["nodes"].items():
             op = node["op"]
             if op not in SIGNATURES and not nid.startswith("primitive-"):
@@ -100,4 +118,4 @@ class KernelGraph:
                     root = node["eclass"]
         if root is None:
             raise RuntimeError(f"kernel {self.kernel.name} is missing from its e-graph export")
-        return Export(nodes, classes, root)
+        return Export(nodes, classes, root, eclass_of)

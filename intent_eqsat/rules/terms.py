@@ -33,6 +33,7 @@ class T:
 
 
 _TABLE: dict[tuple, T] = {}
+_ECLASS_OF: Mapping[str, str] | None = None
 
 
 def t(op: str, *args: Arg) -> T:
@@ -123,9 +124,12 @@ def _literal(text: str, kind: str) -> Arg:
 
 
 def from_json_choice(nodes: Mapping[str, Mapping[str, Any]], choice: Mapping[str, str], root_class: str,
-                     memo: dict[str, T] | None = None) -> T:
-    """Rebuild the term rooted at e-class ``root_class`` using ``choice[eclass] -> node id``."""
+                     memo: dict[str, T] | None = None, eclass_of: Mapping[str, str] | None = None) -> T:
+    """Rebuild the term rooted at e-class ``root_class`` using ``choice[eclass] -> node id`` (children are mapped
+    to their e-classes through ``eclass_of`` when given: a child may be a rule-only function node)."""
     memo = {} if memo is None else memo
+    global _ECLASS_OF
+    _ECLASS_OF = eclass_of
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))
     try:
@@ -144,11 +148,11 @@ def _from_class(nodes, choice, eclass: str, memo: dict[str, T]) -> T:
     _, kinds = SIGNATURES[op]
     args: list[Arg] = []
     for kind, child in zip(kinds, node["children"]):
-        cnode = nodes[child]
         if kind in ("i64", "str"):
-            args.append(_literal(cnode["op"], kind))
+            args.append(_literal(nodes[child]["op"], kind))
         else:
-            args.append(_from_class(nodes, choice, cnode["eclass"], memo))
+            child_class = _ECLASS_OF[child] if _ECLASS_OF is not None else nodes[child]["eclass"]
+            args.append(_from_class(nodes, choice, child_class, memo))
     out = t(op, *args)
     memo[eclass] = out
     return out
