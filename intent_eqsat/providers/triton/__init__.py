@@ -1,0 +1,8 @@
+"""The Triton provider (SPEC TGT-4): legalization + provider verifier, serializer, launcher, AOT helper."""
+from __future__ import annotations
+
+from intent_eqsat.providers.triton.legalize import KernelPlan, legalize
+from intent_eqsat.providers.triton.serializer import serialize
+from intent_eqsat.providers.triton.spellings import SPELLINGS
+
+__all__ = ["serialize", "legalize", "KernelPlan", "SPELLINGS"]
