@@ -1,0 +1,214 @@
+"""The roofline cost model over target capabilities (issue 4 item 3): estimates of decoded GPU IR kernels."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from intent_eqsat import ir, pipeline
+from intent_eqsat.extract.cost import CostBreakdown, CostModel, CostParams, estimate, term_export
+from intent_eqsat.providers.targets import GFX942, SM80, SM90, get_target
+from intent_eqsat.rules.encode import encode_kernel
+
+from tests.cpu.extract.programs import (BIG, INVARIANT, ROWSTATS, TRIANGLE, constructed, corpus_kernels,
+                                        gemm_module)
+
+KERNELS = corpus_kernels()
+
+
+def tiled(target, bm=128, bn=128, bk=64, order="row_major", **sizes):
+    m = gemm_module(order)
+    return estimate(m.kernels[0], target, dict(BIG, BM=bm, BN=bn, BK=bk, **sizes), params=m)
+
+
+@pytest.mark.parametrize("name,kernel,module", KERNELS, ids=[n for n, _, _ in KERNELS])
+def test_constructed_and_handwritten_estimates_are_finite_and_positive(name, kernel, module):
+    for target in ("sm90", "sm80", "gfx942"):
+        b = estimate(kernel, target, {}, params=module)
+        assert b.legal, b.reason
+        assert math.isfinite(b.total) and b.total > 0
+        assert b.programs > 0 and b.waves >= 1 and b.programs_per_sm >= 1
+        assert b.bytes > 0
+
+
+@pytest.mark.parametrize("bm,bn,bk", [(32, 32, 16), (64, 64, 32), (128, 128, 64), (64, 128, 32), (128, 256, 64)])
+def test_tiled_gemm_estimates_are_finite_and_positive(bm, bn, bk):
+    for target in (SM90, SM80):
+        b = tiled(target, bm, bn, bk)
+        assert b.legal and math.isfinite(b.total) and b.total > 0, b.reason
+        assert b.flops_tensor == pytest.approx(2.0 * 4096 ** 3)           # the contract runs on the matrix unit
+        assert b.programs == (4096 // bm) * (4096 // bn)
+        assert b.smem_bytes == CostParams().pipeline_stages * 2 * (bm * bk + bk * bn)
+
+
+def test_tiled_gemm_moves_far_fewer_bytes_than_scalar():
+    scalar = estimate(constructed("gemm").kernels[0], SM90, BIG)
+    tile = tiled(SM90, 128, 128, 64)
+    assert scalar.legal and tile.legal
+    # scalar: every program reloads a row of A and a column of B; tiled: a [BM, BK] tile serves BN columns
+    assert tile.bytes * 100 < scalar.bytes
+    assert tile.dram_bytes * 100 < scalar.dram_bytes
+    assert tile.total * 100 < scalar.total
+    # reuse-counted bytes: K/BK steps x (BM*BK + BK*BN) halves per program, plus the output tile
+    per_program = (4096 // 64) * (128 * 64 + 64 * 128) * 2 + 128 * 128 * 2
+    assert tile.bytes == pytest.approx(tile.programs * per_program)
+
+
+def test_bigger_tiles_reuse_more():
+    b64, b128 = tiled(SM90, 64, 64, 32), tiled(SM90, 128, 128, 32)
+    assert b128.bytes < 0.55 * b64.bytes                  # traffic ~ M*N*K*(1/BM + 1/BN)
+
+
+def test_fragment_beyond_registers_is_infinite():
+    b = tiled(SM90, 512, 512, 32)
+    assert not b.legal and b.total == math.inf
+    assert "registers" in b.reason
+
+
+def test_contract_operands_beyond_shared_memory_are_infinite():
+    b = tiled(SM90, 64, 64, 2048)
+    assert not b.legal and b.total == math.inf and "shared memory" in b.reason
+    # the limit is the target's: 3 stages of two 128x128 f16 tiles fit sm90 (227 KiB), not sm80 (163 KiB)
+    assert tiled(SM90, 128, 128, 128).legal
+    assert not tiled(SM80, 128, 128, 128).legal
+    assert not tiled(GFX942, 128, 128, 64).legal                        # 64 KiB of LDS
+
+
+def test_non_power_of_two_fragment_is_infinite_where_providers_need_it():
+    b = tiled(SM90, 48, 64, 32)
+    assert not b.legal and "power of two" in b.reason
+    lenient = CostParams(pow2_providers=frozenset())
+    m = gemm_module()
+    ok = estimate(m.kernels[0], SM90, dict(BIG, BM=48, BN=64, BK=32), params=m, cost_params=lenient)
+    assert ok.legal and math.isfinite(ok.total)
+
+
+def test_slower_target_takes_longer():
+    assert SM80.memory_bandwidth < SM90.memory_bandwidth and SM80.peak.tensor_f16 < SM90.peak.tensor_f16
+    assert tiled(SM80).total > tiled(SM90).total
+    for name in ("gemm", "softmax", "row_sum", "layernorm"):
+        k = constructed(name).kernels[0]
+        assert estimate(k, SM80, {}).total > estimate(k, SM90, {}).total
+    assert estimate(constructed("row_sum").kernels[0], "h200", {}).total \
+        <= estimate(constructed("row_sum").kernels[0], "h100", {}).total
+
+
+def test_wave_quantization_one_program_over_the_sm_count_costs_a_second_round():
+    no_latency = CostParams(memory_latency_s=0.0, overlap_penalty=0.0)
+    m = gemm_module()
+    sms = SM90.sm_count
+
+    def run(programs):
+        sizes = dict(M=128 * programs, N=256, K=4096, BM=128, BN=256, BK=64)
+        return estimate(m.kernels[0], SM90, sizes, params=m, cost_params=no_latency)
+
+    full, over = run(sms), run(sms + 1)
+    assert full.programs == sms and over.programs == sms + 1
+    assert full.programs_per_sm == 1                     # a 128x256 f32 accumulator: one program per SM
+    assert full.waves == 1 and over.waves == 2
+    assert over.total / full.total == pytest.approx(2.0, rel=0.02)
+    assert over.quantization == pytest.approx(2 * sms / (sms + 1))
+    # the same holds at SM granularity when several programs fit on an SM
+    small = estimate(m.kernels[0], SM90, dict(M=64 * sms, N=64, K=4096, BM=64, BN=64, BK=32), params=m,
+                     cost_params=no_latency)
+    small1 = estimate(m.kernels[0], SM90, dict(M=64 * (sms + 1), N=64, K=4096, BM=64, BN=64, BK=32), params=m,
+                      cost_params=no_latency)
+    assert small.programs_per_sm > 1 and small1.waves == 1
+    assert small1.total / small.total == pytest.approx(2.0, rel=0.02)
+
+
+def test_trip_counts_multiply():
+    a = tiled(SM90, 128, 128, 64, K=2048)
+    b = tiled(SM90, 128, 128, 64, K=4096)
+    assert b.flops_tensor == pytest.approx(2 * a.flops_tensor)
+    assert b.steps == pytest.approx(2 * a.steps) and b.steps == 4096 // 64
+    store = b.programs * 128 * 128 * 2
+    assert (b.bytes - store) == pytest.approx(2 * (a.bytes - store))
+    k = constructed("row_sum").kernels[0]
+    r1, r2 = estimate(k, SM90, dict(M=1024, N=1024)), estimate(k, SM90, dict(M=1024, N=2048))
+    assert r2.bytes == pytest.approx(2 * r1.bytes, rel=0.01)
+    assert r2.flops_alu == pytest.approx(2 * r1.flops_alu, rel=0.05)
+
+
+def test_multi_result_loop_is_counted_once_and_exactly():
+    k = ir.parse_module(ROWSTATS).kernels[0]
+    b = estimate(k, SM90, dict(R=1000, C=300))
+    sector = CostParams().min_transaction_bytes          # scalar accesses move one sector
+    assert b.bytes == pytest.approx(1000 * (300 * sector + 2 * sector))
+    assert b.steps == 300
+
+
+def test_loop_bound_reading_a_program_coordinate_averages():
+    k = ir.parse_module(TRIANGLE).kernels[0]
+    b = estimate(k, SM90, dict(R=1001))
+    sector = CostParams().min_transaction_bytes
+    # mean trip (r + 1) over r in [0, R) = (R + 1) / 2
+    assert b.bytes == pytest.approx(1001 * ((1001 + 1) / 2 * sector + sector))
+
+
+def test_original_ops_stay_home_new_ones_are_hoisted():
+    k = ir.parse_module(INVARIANT).kernels[0]
+    sector = CostParams().min_transaction_bytes
+    sizes = dict(R=100, C=50)
+    home = estimate(k, SM90, sizes)                      # decode keeps the load inside the loop: 2 per iteration
+    assert home.bytes == pytest.approx(100 * (50 * 2 * sector + sector))
+    term, _ = encode_kernel(k)
+    export, _ = term_export(term)                        # no provenance: placed like a rule-made op (hoisted)
+    model = CostModel(export, SM90, sizes, abi=k)
+    hoisted = model.evaluate({c: ns[0] for c, ns in export.classes.items()})
+    assert hoisted.bytes == pytest.approx(100 * ((50 + 1) * sector + sector))
+
+
+def test_grouped_program_order_reduces_dram_traffic():
+    row = tiled(SM90, 128, 128, 64, M=8192, N=8192, K=8192)
+    grp = tiled(SM90, 128, 128, 64, order="grouped(8)", M=8192, N=8192, K=8192)
+    assert grp.bytes == pytest.approx(row.bytes)          # the same loads...
+    assert grp.dram_bytes < 0.8 * row.dram_bytes          # ...but more of them hit L2
+    assert grp.total < row.total
+
+
+def test_skinny_and_square_prefer_different_tiles():
+    tiles = [(bm, bn, bk) for bm in (32, 64, 128) for bn in (32, 64, 128) for bk in (32, 64)]
+
+    def best(target, **sizes):
+        m = gemm_module()
+        return min(tiles, key=lambda t: estimate(m.kernels[0], target, dict(sizes, BM=t[0], BN=t[1], BK=t[2]),
+                                                 params=m).total)
+
+    square, skinny = best(SM90, **BIG), best(SM90, M=64, N=4096, K=4096)
+    assert square != skinny
+    assert skinny[0] * skinny[1] < square[0] * square[1]  # a 64-row GEMM needs more, smaller tiles to fill the GPU
+    assert best(GFX942, **BIG) != square                  # 64 KiB of LDS, 304 CUs
+
+
+def test_params_defaults_and_unknown_sizes():
+    m = gemm_module()
+    by_default = estimate(m.kernels[0], SM90, {}, params=m)          # BM=BN=64, BK=32; M=N=K=1024
+    explicit = estimate(m.kernels[0], SM90, dict(M=1024, N=1024, K=1024, BM=64, BN=64, BK=32))
+    assert by_default.total == pytest.approx(explicit.total)
+    assert by_default.programs == 16 * 16
+
+
+def test_breakdown_is_read_by_the_pipeline():
+    b = tiled(SM90)
+    assert isinstance(b, CostBreakdown)
+    assert pipeline.cost_total(b) == b.total
+    terms = pipeline.cost_breakdown(b)
+    for key in ("bytes", "dram_bytes", "flops_tensor", "flops_alu", "sfu_ops", "registers_per_thread",
+                "smem_bytes", "occupancy", "waves", "t_tensor", "t_dram"):
+        assert key in terms
+    assert "total" not in terms
+
+
+def test_special_functions_count_on_the_sfu():
+    soft = ir.parse_module(open(__import__("os").path.join(
+        __import__("os").path.dirname(__file__), "..", "ir", "programs", "softmax.gir")).read())
+    b = estimate(soft.kernels[0], SM90, dict(R=4096, C=4096, BC=64), params=soft)
+    # two exp passes over every element: one SFU op each (plus the f32 division, one reciprocal)
+    assert b.sfu_ops == pytest.approx(4096 * 4096 * 3, rel=0.01)
+    assert b.flops_tensor == 0
+
+
+def test_target_name_and_object_agree():
+    k = constructed("softmax").kernels[0]
+    assert estimate(k, "sm_90", {}).total == estimate(k, get_target("sm90"), {}).total
