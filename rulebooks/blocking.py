@@ -1,78 +1,114 @@
-"""Blocking of program ownership (SPEC PASS-3.3): scalar ownership over a segment becomes fragment ownership.
+"""Blocking of ownership (SPEC PASS-3.3): scalar ownership of a segment becomes fragment (tile) ownership.
 
-Reads: the kernel's program space (one row-major segment of rank >= 1), its execution group's region, the target's
-tile-size candidates (relation ``TileCand``), the element types of the group's values.
+Reads: the kernel's program space (one row-major segment), its execution group's region, the target's tile-size
+candidates (``TileCand``) at least as wide as its warp (``TargetInt("warp_size")``), the element types of values.
 
-Legality: one execution group whose effects are stores / unique scatters / scatter-reduces of values computed by
-element-wise ops, constants, launch values, loads and gathers (with or without validity) and pure ordered loops
-carrying non-index values. Anything else has no lifting rule, so its ``lift`` term stays unresolved, the blocked
-variant has no finite-cost term and extraction keeps the scalar program: the rule never produces a partial program.
+Legality: one execution group whose effects are stores / unique scatters / scatter-reduces of values
+made of element-wise ops, constants, launch values, loads and gathers (with or without validity) and pure ordered
+loops carrying non-index values. Every construct without a lifting rule leaves
+its ``lift`` term unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program,
+so a rule never produces a partial program.
 
-Rewrites: the segment ``[.., E_{r-2}, E_{r-1}]`` becomes ``[.., ceil_div(E_{r-2}, T0), ceil_div(E_{r-1}, T1)]``
-(the last one or two axes; the others stay one program per member); the group's region arguments of blocked axes
-become tile coordinates ``p*T + range(T)``; every value becomes a fragment of the tile shape (element-wise ops keep
-their name and attributes; launch values and by-value scalars are broadcast; loops carry fragments); every load,
-gather, store and scatter gets the tail validity ``coord < E`` and-ed into its own (loads get a fill).
+Rewrites: the segment's last one or two axes ``E`` become ``ceil_div(E, T)``; their region arguments
+become tile coordinates ``p*T + range(T)`` (fragment axes ``b0``, ``b1``); every value is re-typed over exactly
+the tile axes it depends on (fragments carry their axis provenance), operands are broadcast to the union of their
+operands' axes, and loads/gathers/stores/scatters get the tail validity ``coord < E`` of their axes (loads a fill).
 
-Preserves: the value written to every element of every view (each element is still written by exactly one program
-lane with the same computation); loop order within a lane; effects' order; the ABI; compile options.
+Preserves: the value written to every element (each element still has exactly one writing lane computing the same
+expression, in the same order inside its lane); effect order; the ABI; compile options.
 
 Invalidates: program-space extents and coordinates, fragment shapes, access validity, footprint/occupancy facts.
 
-Verifier: the shared GPU verifier after the group (coverage of the new segment by the tile grid with tail validity,
-fragment extents are the declared candidate literals, access operands and validity well-typed).
+Verifier: the shared GPU verifier after the group (tile grid covering the segment with tail validity, fragment
+extents are candidate literals, accesses well-typed).
 """
 from __future__ import annotations
 
-from egglog import String, StringLike, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, union, var, vars_
+from itertools import combinations
 
-from intent_eqsat.rules.sorts import A, AMap, As, LE, LEs, Multi, Region, Regions, Seg, Segs, KernelT, Stmt, Stmts, \
-    Ty, Tys, Val, Vals
+from egglog import Bool, String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, set_, union, var, vars_
+
+from intent_eqsat.rules.facts import TargetInt, TileCand  # target facts, asserted by the optimizer
+from intent_eqsat.rules.sorts import A, AMap, As, LE, LEs, Multi, Region, Regions, Seg, Segs, KernelT, Stmt, \
+    Stmts, Strs, Ty, Tys, Val, Vals
 
 GROUP = "blocking"
 ORDER = 20
-
 RULESET = ruleset(name=GROUP)
 
-#: target tile-size candidates (powers of two), inserted as facts by the optimizer from the target object
-TileCand = relation("TileCand", i64)
+NBITS = 2                       # b0, b1: the blocked group axes
+ALL_MASKS = range(1 << NBITS)
 
-_ELEMENTWISE = ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf",
-                "sigmoid", "floor", "ceil", "recip", "add", "sub", "mul", "div", "rem", "mod", "floordiv", "max", "min",
-                "pow", "and", "or", "xor", "shl", "shr", "cmp", "select", "cast", "bitcast", "const")
+#: segment lists of scalar ownership (the optimizer marks the constructed kernel's): blocking applies once
+Unblocked = relation("Unblocked", Segs)
+#: loop-carried types containing no ``index`` (index-typed carried values are not lifted)
+NoIndexTys = relation("NoIndexTys", Tys)
+#: an access's ``valid`` attribute (its operand layout depends on it)
+HasValid = relation("HasValid", AMap, i64)
+
+_ELEMENTWISE = {
+    1: ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid",
+        "floor", "ceil", "recip", "cast", "bitcast"),
+    2: ("add", "sub", "mul", "div", "rem", "mod", "floordiv", "max", "min", "pow", "and", "or", "xor", "shl", "shr",
+        "cmp"),
+    3: ("select",),
+}
+_FILL = (("f16", A.float_("0.0")), ("bf16", A.float_("0.0")), ("f32", A.float_("0.0")), ("f64", A.float_("0.0")),
+         ("i8", A.int_(0)), ("i16", A.int_(0)), ("i32", A.int_(0)), ("i64", A.int_(0)), ("u8", A.int_(0)),
+         ("u16", A.int_(0)), ("u32", A.int_(0)), ("u64", A.int_(0)), ("i1", A.bool_(0)))
+INDEX = Ty.scalar("index")
 
 
 class LiftCtx(__import__("egglog").Expr, egg_sort="IeLiftCtx"):
-    """What lifting needs: the tile coordinate fragment of each group axis, the tail mask, the tile shape."""
+    """What lifting substitutes: group axis ``i`` of the execution group becomes ``coords[i]`` (a tile coordinate
+    fragment for a blocked axis, the uniform index for another); ``tails`` are the tail masks of b0, b1; ``tiles``
+    the tile sizes of b0, b1 (1 when unused); ``full`` the mask of a written lane (all blocked axes)."""
 
     @classmethod
-    def make(cls, coords: Vals, mask: Val, shape: LEs) -> LiftCtx: ...
+    def own(cls, coords: Vals, tails: Vals, tiles: LEs, full: i64Like) -> LiftCtx: ...
 
 
 @function
 def lift(v: Val, c: LiftCtx) -> Val:
-    """The fragment value of scalar value ``v`` over the tile (unresolved when no rule knows ``v``'s op)."""
+    """``v`` computed over the tile: a value typed over exactly the tile axes it depends on."""
+
+
+@function(merge=lambda old, new: old)
+def MaskOf(v: Val) -> i64:
+    """Bitmask of the tile axes a value ranges over, read from its type (scalar: 0; ``frag<..> axes [b0, b2]``:
+    0b101)."""
+
+
+@function(merge=lambda old, new: old)
+def AxesMask(axes: Strs) -> i64:
+    """Bitmask of axis labels ``b0``, ``b1``, ``b2``."""
+
+
+#: op names lifted element-wise (asserted for the ops of ``_ELEMENTWISE`` when a lift meets them)
+Elementwise = relation("Elementwise", String)
+#: the reduction context made for a reduction loop with reduction tile TK
+#: lift the listed values in the context (creates their ``lift`` terms so that mask-reading rules can match)
+Demand = relation("Demand", Vals, LiftCtx)
+
+
+@function(merge=lambda old, new: old)
+def DtypeOf(v: Val) -> String:
+    """Element type of any value (read from its type)."""
 
 
 @function
-def lift_vals(vs: Vals, c: LiftCtx) -> Vals: ...
+def frag_ty(dt: String, mask: i64Like, tiles: LEs) -> Ty:
+    """The type over mask's axes: scalar for 0, else ``frag<dt, [T_b...]> axes [b...]``."""
 
 
 @function
-def lift_tys(ts: Tys, c: LiftCtx) -> Tys: ...
+def bcast_to(x: Val, frm: i64Like, to: i64Like, tiles: LEs) -> Val:
+    """``x`` (over mask ``frm``) broadcast to mask ``to`` (``frm`` must be a subset)."""
 
 
 @function
-def lift_ty(t: Ty, c: LiftCtx) -> Ty: ...
-
-
-@function
-def lift_stmts(s: Stmts, c: LiftCtx) -> Stmts: ...
-
-
-@function
-def lift_access(vs: Vals, valid: i64Like, c: LiftCtx) -> Vals:
-    """Operands after the resource: lifted, with the tail mask and-ed into the validity (appended if none)."""
+def tail(mask: i64Like, c: LiftCtx) -> Val:
+    """And of the tail masks of mask's axes, broadcast to mask."""
 
 
 @function
@@ -80,7 +116,12 @@ def nth(vs: Vals, i: i64Like) -> Val: ...
 
 
 @function
-def append(a: Vals, b: Vals) -> Vals: ...
+def zero_of(dt: String) -> A:
+    """The zero fill attribute of an element type."""
+
+
+@function
+def lift_stmts(s: Stmts, c: LiftCtx) -> Stmts: ...
 
 
 @function
@@ -93,83 +134,68 @@ def mark_valid_fill(m: AMap, fill: A) -> AMap:
     """Attributes with ``valid = true`` and a fill (an existing fill is kept)."""
 
 
-#: segments of scalar (unblocked) ownership: the optimizer marks the constructed kernel's segments, so blocking
-#: applies once (a blocked segment list is a new term without the mark)
-Unblocked = relation("Unblocked", Segs)
-#: the types contain no ``index`` (loop-carried index values are not lifted: they may differ per lane)
-NoIndexTys = relation("NoIndexTys", Tys)
-#: an access's ``valid`` attribute (its operand layout depends on it)
-HasValid = relation("HasValid", AMap, i64)
+# ------------------------------------------------------------------------------------------------ helpers
 
-
-INDEX = Ty.scalar("index")
-I1 = "i1"
-
-
-def _vals(*xs: Val) -> Vals:
+def _vals(*xs) -> Vals:
     out = Vals.nil()
     for x in reversed(xs):
         out = Vals.cons(x, out)
     return out
 
 
-def _amap(**kv: A) -> AMap:
-    out = AMap.nil()
-    for k in sorted(kv, reverse=True):
-        out = AMap.cons(k, kv[k], out)
-    return out
-
-
-def _les(*xs: LE) -> LEs:
+def _les(*xs) -> LEs:
     out = LEs.nil()
     for x in reversed(xs):
         out = LEs.cons(x, out)
     return out
 
 
-def _frag(dt: StringLike, shape: LEs) -> Ty:
-    return Ty.frag(dt, shape)
+def _amap(**kv) -> AMap:
+    out = AMap.nil()
+    for k in sorted(kv, reverse=True):
+        out = AMap.cons(k, kv[k], out)
+    return out
+
+
+def _ints(xs) -> A:
+    items = As.nil()
+    for d in reversed(list(xs)):
+        items = As.cons(A.int_(d), items)
+    return A.list_(items)
+
+
+def _bits(mask: int) -> list[int]:
+    return [b for b in range(NBITS) if mask >> b & 1]
 
 
 def _launch(e: LE) -> Val:
     return Val.op("launch", Vals.nil(), _amap(expr=A.le(e)), INDEX)
 
 
-def _bcast(x: Val, dims: tuple[int, ...], ty: Ty) -> Val:
-    items = As.nil()
-    for d in reversed(dims):
-        items = As.cons(A.int_(d), items)
-    return Val.op("broadcast", _vals(x), _amap(dims=A.list_(items)), ty)
+def _frag(dt, mask: int, tiles: list) -> Ty:
+    """The fragment type over ``mask`` (Python-side twin of ``frag_ty`` for rule right-hand sides)."""
+    bits = _bits(mask)
+    axes = Strs.nil()
+    for b in reversed(bits):
+        axes = Strs.cons(f"b{b}", axes)
+    return Ty.frag_axes(dt, _les(*[tiles[b] for b in bits]), axes)
 
 
-def _tile_coord(axis: int, tile: i64, pos: int, shape: LEs) -> Val:
-    """``broadcast(p*T + range(T), dims=[pos])`` for group axis ``axis``."""
-    t = LE.int_(tile)
-    line = Ty.frag("index", _les(t))
-    start = Val.op("mul", _vals(Val.arg(1, axis, INDEX), _launch(t)), AMap.nil(), INDEX)
-    coord = Val.op("add", _vals(_bcast(start, (), line), Val.op("range", Vals.nil(), AMap.nil(), line)), AMap.nil(),
-                   line)
-    return _bcast(coord, (pos,), Ty.frag("index", shape))
+def _line_coord(start: Val, tile: LE, bit: int, tiles: list) -> Val:
+    """``start + range(T)`` as a fragment over axis ``bit``."""
+    ty = _frag("index", 1 << bit, tiles)
+    return Val.op("add", _vals(Val.op("broadcast", _vals(start), _amap(dims=_ints([])), ty),
+                               Val.op("range", Vals.nil(), AMap.nil(), ty)), AMap.nil(), ty)
 
 
-def _lt_mask(coord: Val, extent: LE, shape: LEs) -> Val:
-    bound = _bcast(_launch(extent), (), Ty.frag("index", shape))
-    return Val.op("cmp", _vals(coord, bound), _amap(pred=A.str_("lt")), Ty.frag("i1", shape))
+def _lt(x: Val, bound: Val, bit: int, tiles: list) -> Val:
+    b = Val.op("broadcast", _vals(bound), _amap(dims=_ints([])), _frag("index", 1 << bit, tiles))
+    return Val.op("cmp", _vals(x, b), _amap(pred=A.str_("lt")), _frag("i1", 1 << bit, tiles))
 
 
-def _and(a: Val, b: Val, shape: LEs) -> Val:
-    return Val.op("and", _vals(a, b), AMap.nil(), Ty.frag("i1", shape))
-
-
-def _group_body(body: Region, seq: i64, gattrs: AMap, gargs: Tys, gstmts: Stmts, gyields: Vals, gya: AMap,
-                pid: Val, argtys: Tys, yields: Vals, ya: AMap, ctx: LiftCtx) -> Region:
-    group = Stmt.op(seq, "execution_group", _vals(pid), gattrs, Tys.nil(),
-                    Regions.cons(Region.make(1, gargs, lift_stmts(gstmts, ctx), gyields, gya), Regions.nil()))
-    return Region.make(0, argtys, Stmts.cons(group, Stmts.nil()), yields, ya)
-
+# -------------------------------------------------------------------------------------------- ownership
 
 def _ownership_rules():
-    """One rule per segment rank: block the last axis (rank 1) or the last two axes (rank >= 2)."""
     kname = var("kname", String)
     argtys, gargs = vars_("argtys gargs", Tys)
     gstmts = var("gstmts", Stmts)
@@ -181,90 +207,248 @@ def _ownership_rules():
     es = list(vars_("e0 e1 e2 e3", LE))
     out = []
     for rank in (1, 2, 3, 4):
-        exts = list(es[:rank])
-        body = Region.make(0, argtys, Stmts.cons(Stmt.op(seq, "execution_group", _vals(pid), gattrs, Tys.nil(),
-                                                         Regions.cons(Region.make(1, gargs, gstmts, gyields, gya),
-                                                                      Regions.nil())), Stmts.nil()), yields, ya)
-        kernel = KernelT.make(kname, Segs.cons(Seg.make(_les(*exts), "row_major", LE.none()), Segs.nil()), lau,
-                              body)
-        if rank == 1:
-            tiles = (t1,)
-            shape = _les(LE.int_(t1))
-        else:
-            tiles = (t0, t1)
-            shape = _les(LE.int_(t0), LE.int_(t1))
-        blocked = list(range(rank - len(tiles), rank))
-        coords = []
-        mask = None
+        exts = es[:rank]
+        group = Stmt.op(seq, "execution_group", _vals(pid), gattrs, Tys.nil(),
+                        Regions.cons(Region.make(1, gargs, gstmts, gyields, gya), Regions.nil()))
+        body = Region.make(0, argtys, Stmts.cons(group, Stmts.nil()), yields, ya)
+        segs = Segs.cons(Seg.make(_les(*exts), "row_major", LE.none()), Segs.nil())
+        kernel = KernelT.make(kname, segs, lau, body)
+        tvars = (t1,) if rank == 1 else (t0, t1)
+        blocked = list(range(rank - len(tvars), rank))
+        tiles = [LE.int_(t) for t in tvars] + [LE.int_(1)] * (NBITS - len(tvars))
+        coords, tails = [], []
         for axis in range(rank):
             if axis in blocked:
-                pos = blocked.index(axis)
-                c = _tile_coord(axis, tiles[pos], pos, shape)
-                m = _lt_mask(c, exts[axis], shape)
-                mask = m if mask is None else _and(mask, m, shape)
+                bit = blocked.index(axis)
+                start = Val.op("mul", _vals(Val.arg(1, axis, INDEX), _launch(tiles[bit])), AMap.nil(), INDEX)
+                c = _line_coord(start, tiles[bit], bit, tiles)
+                coords.append(c)
+                tails.append(_lt(c, _launch(exts[axis]), bit, tiles))
             else:
-                c = _bcast(Val.arg(1, axis, INDEX), (), Ty.frag("index", shape))
-            coords.append(c)
-        ctx = LiftCtx.make(_vals(*coords), mask, shape)
-        new_exts = [exts[a] if a not in blocked else LE.bin("ceil_div", exts[a], LE.int_(tiles[blocked.index(a)]))
+                coords.append(Val.arg(1, axis, INDEX))
+        while len(tails) < NBITS:
+            tails.append(Val.arg(0, 0, INDEX))        # never used: no value has these bits in ownership lifting
+        full = (1 << len(tvars)) - 1
+        ctx = LiftCtx.own(_vals(*coords), _vals(*tails), _les(*tiles), full)
+        new_exts = [exts[a] if a not in blocked else LE.bin("ceil_div", exts[a], tiles[blocked.index(a)])
                     for a in range(rank)]
+        new_group = Stmt.op(seq, "execution_group", _vals(pid), gattrs, Tys.nil(),
+                            Regions.cons(Region.make(1, gargs, lift_stmts(gstmts, ctx), gyields, gya), Regions.nil()))
         new_kernel = KernelT.make(kname, Segs.cons(Seg.make(_les(*new_exts), "row_major", LE.none()), Segs.nil()),
-                                  lau, _group_body(body, seq, gattrs, gargs, gstmts, gyields, gya, pid, argtys,
-                                                   yields, ya, ctx))
-        facts = [kernel, Unblocked(Segs.cons(Seg.make(_les(*exts), "row_major", LE.none()), Segs.nil()))] + \
-            [TileCand(t) for t in tiles]
-        out.append((f"blocking.ownership_rank{rank}", rule(*facts, name=f"blocking.ownership_rank{rank}")
-                    .then(union(kernel).with_(new_kernel)),
-                    f"scalar ownership over a rank-{rank} segment == tile ownership of its last "
-                    f"{len(tiles)} axes with tail validity"))
+                                  lau, Region.make(0, argtys, Stmts.cons(new_group, Stmts.nil()), yields, ya))
+        name = f"blocking.ownership_rank{rank}"
+        warp = var("warp", i64)
+        # a tile axis holds at least a warp (wave) of lanes: smaller tiles leave lanes idle on every target
+        wide_enough = [eq(t.bool_ge(warp)).to(Bool(True)) for t in tvars]
+        out.append((name, rule(kernel, Unblocked(segs), TargetInt("warp_size", warp), *[TileCand(t) for t in tvars],
+                               *wide_enough, name=name).then(
+            union(kernel).with_(new_kernel)),
+            f"one program per member of a rank-{rank} segment == one program per tile of its last {len(tvars)} "
+            f"axes, with tail validity"))
     return out
 
 
+# ------------------------------------------------------------------------------------------------- lift
+
 def _lift_rules():
-    dt, key = vars_("dt key", String)
-    x, y, v = vars_("x y v", Val)
-    xs, ys, rest = vars_("xs ys rest", Vals)
+    dt, key, nm = vars_("dt key nm", String)
+    x, y, z, v, o, la, lb, lc, w = vars_("x y z v o la lb lc w", Val)
+    xs, rest, coords, tails = vars_("xs rest coords tails", Vals)
     attrs, m = vars_("attrs m", AMap)
-    a = var("a", A)
-    shape = var("shape", LEs)
-    coords = var("coords", Vals)
-    mask = var("mask", Val)
-    d, k, i, seq = vars_("d k i seq", i64)
-    ts, tys = vars_("ts tys", Tys)
+    a, vo = vars_("a vo", A)
+    tiles = var("tiles", LEs)
+    d, k, i, seq, ma, mb, mc, mo, full, rd = vars_("d k i seq ma mb mc mo full rd", i64)
+    ts = var("ts", Tys)
     t = var("t", Ty)
-    s, ss = vars_("s ss", Stmts)
+    s_, ss = vars_("s_ ss", Stmts)
     regs = var("regs", Regions)
-    ctx = LiftCtx.make(coords, mask, shape)
+    c = var("c", LiftCtx)
+    tl = list(vars_(" ".join(f"t{b}" for b in range(NBITS)), LE))
+    ax, ax2 = vars_("ax ax2", Strs)
+    sh = var("sh", LEs)
     R = []
 
     def add(name, r, law):
         R.append((f"blocking.{name}", r, law))
 
-    # list plumbing
+    own = LiftCtx.own(coords, tails, tiles, full)
     add("nth0", rewrite(nth(Vals.cons(x, rest), 0)).to(x), "nth(x:rest, 0) = x")
     add("nth_succ", rewrite(nth(Vals.cons(x, rest), i)).to(nth(rest, i - 1), ne(i).to(i64(0))),
         "nth(x:rest, i) = nth(rest, i-1)")
-    add("append_nil", rewrite(append(Vals.nil(), ys)).to(ys), "[] ++ ys = ys")
-    add("append_cons", rewrite(append(Vals.cons(x, xs), ys)).to(Vals.cons(x, append(xs, ys))),
-        "(x:xs) ++ ys = x:(xs ++ ys)")
-    add("lift_vals_nil", rewrite(lift_vals(Vals.nil(), ctx)).to(Vals.nil()), "lift [] = []")
-    add("lift_vals_cons", rewrite(lift_vals(Vals.cons(x, xs), ctx)).to(Vals.cons(lift(x, ctx), lift_vals(xs, ctx))),
-        "lift maps over value lists")
-    add("lift_ty_scalar", rewrite(lift_ty(Ty.scalar(dt), ctx)).to(Ty.frag(dt, shape)), "scalar T -> frag<T, tile>")
-    add("lift_tys_nil", rewrite(lift_tys(Tys.nil(), ctx)).to(Tys.nil()), "lift [] = []")
-    add("lift_tys_cons", rewrite(lift_tys(Tys.cons(t, ts), ctx)).to(Tys.cons(lift_ty(t, ctx), lift_tys(ts, ctx))),
-        "lift maps over type lists")
-    # validity attribute update (attribute maps are key-sorted cons lists; decode re-sorts new ones)
-    vo = var("vo", A)
-    add("mark_valid_nil", rewrite(mark_valid(AMap.nil())).to(AMap.cons("valid", A.bool_(1), AMap.nil())),
-        "no valid key: add valid = true")
+    # types: element type and axis mask of every value, read from its type
+    add("axes_nil", rule(eq(ax).to(Strs.nil())).then(set_(AxesMask(ax)).to(0)), "no axes")
+    for b in range(NBITS):
+        add(f"axes_b{b}", rule(eq(ax).to(Strs.cons(f"b{b}", ax2)), eq(mo).to(AxesMask(ax2))).then(
+            set_(AxesMask(ax)).to(mo | (1 << b))), f"axis b{b}")
+    for kind, pat in (("op", Val.op(nm, xs, attrs, t)), ("res", Val.res(var("mu", Multi), i, t)),
+                      ("arg", Val.arg(d, k, t)), ("sres", Val.sres(var("st", Stmt), i, t))):
+        add(f"type_scalar_{kind}", rule(eq(v).to(pat), eq(t).to(Ty.scalar(dt))).then(
+            set_(DtypeOf(v)).to(dt), set_(MaskOf(v)).to(0)), "a scalar is uniform over the tile")
+        add(f"type_frag_{kind}", rule(eq(v).to(pat), eq(t).to(Ty.frag_axes(dt, sh, ax)), eq(mo).to(AxesMask(ax)))
+            .then(set_(DtypeOf(v)).to(dt), set_(MaskOf(v)).to(mo)), "a fragment ranges over its axes")
+    # types over masks, broadcasts between masks, tail masks
+    tiles_pat = _les(*tl)
+    for mask in ALL_MASKS:
+        bits = _bits(mask)
+        add(f"frag_ty_{mask}", rewrite(frag_ty(dt, mask, tiles_pat)).to(
+            Ty.scalar(dt) if mask == 0 else _frag(dt, mask, tl)), f"the type over axes {bits}")
+        for sub in ALL_MASKS:
+            if sub & ~mask:
+                continue
+            if sub == mask:
+                add(f"bcast_same_{mask}", rewrite(bcast_to(x, mask, mask, tiles)).to(x), "broadcast to itself")
+                continue
+            dims = [_bits(mask).index(b) for b in _bits(sub)]
+            add(f"bcast_{sub}_{mask}", rule(eq(y).to(bcast_to(x, sub, mask, tiles_pat)), eq(dt).to(DtypeOf(x)))
+                .then(union(y).with_(Val.op("broadcast", _vals(x), _amap(dims=_ints(dims)), _frag(dt, mask, tl)))),
+                f"broadcast from axes {_bits(sub)} to {bits}")
+        if not mask:
+            continue
+        expr = None
+        for b in bits:
+            one = bcast_to(nth(tails, b), 1 << b, mask, tiles)
+            expr = one if expr is None else Val.op("and", _vals(expr, one), AMap.nil(), frag_ty("i1", mask, tiles))
+        add(f"tail_own_{mask}", rewrite(tail(mask, own)).to(expr), f"tail validity over axes {bits}")
+    # demand: lifting an op lifts its operands first
+    add("demand_op", rule(eq(y).to(lift(Val.op(nm, xs, attrs, t), c))).then(Demand(xs, c)), "lift operands")
+    add("demand_cons", rule(Demand(Vals.cons(x, rest), c)).then(lift(x, c), Demand(rest, c)), "lift each operand")
+    # substituted arguments
+    add("arg_coord", rewrite(lift(Val.arg(1, k, INDEX), own)).to(nth(coords, k)),
+        "group axis k -> its tile coordinate (a uniform index for an unblocked axis)")
+    add("arg_abi", rewrite(lift(Val.arg(0, k, t), c)).to(Val.arg(0, k, t)), "ABI values are uniform")
+    add("arg_deep_own", rewrite(lift(Val.arg(d, k, t), own)).to(Val.arg(d, k, t), ne(d).to(i64(0)),
+                                                                  ne(d).to(i64(1)), ne(k).to(i64(1))),
+        "loop induction variables inside the group stay uniform")
+    # values: unchanged when their mask does not grow; rebuilt over the union of their operands' axes otherwise
+    add("lift_const", rewrite(lift(Val.op("const", Vals.nil(), attrs, t), c)).to(Val.op("const", Vals.nil(), attrs, t)),
+        "constants are uniform")
+    add("lift_launch", rewrite(lift(Val.op("launch", Vals.nil(), attrs, t), c)).to(
+        Val.op("launch", Vals.nil(), attrs, t)), "launch values are uniform")
+    add("lift_range", rewrite(lift(Val.op("range", Vals.nil(), attrs, t), c)).to(Val.op("range", Vals.nil(), attrs, t)),
+        "a range does not depend on any substituted value")
+    ctxs = (("own", own),)
+    for cn, c in ctxs:
+        add(f"lift_broadcast_{cn}", rule(eq(y).to(lift(o, c)), eq(o).to(Val.op("broadcast", _vals(x), attrs, t)),
+                                         eq(la).to(lift(x, c)), eq(ma).to(MaskOf(la)), eq(mo).to(MaskOf(o))).then(
+            union(y).with_(bcast_to(la, ma, ma | mo, tiles))), "a broadcast re-targets its lifted operand")
+    arity = {1: [x], 2: [x, z], 3: [x, z, w]}
+    lifted = {1: [la], 2: [la, lb], 3: [la, lb, lc]}
+    masks_ = {1: [ma], 2: [ma, mb], 3: [ma, mb, mc]}
+    for (cn, c), n_ in ((cc, n) for cc in ctxs for n in (1, 2, 3)):
+        facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(nm, _vals(*arity[n_]), attrs, t)), Elementwise(nm),
+                 eq(dt).to(DtypeOf(o)), eq(mo).to(MaskOf(o))]
+        for xi, li, mi in zip(arity[n_], lifted[n_], masks_[n_]):
+            facts += [eq(li).to(lift(xi, c)), eq(mi).to(MaskOf(li))]
+        total = mo
+        for mi in masks_[n_]:
+            total = total | mi
+        add(f"lift_elementwise{n_}_same_{cn}", rule(*facts, eq(total).to(mo)).then(union(y).with_(
+            Val.op(nm, _vals(*lifted[n_]), attrs, t))), "an element-wise op over unchanged axes")
+        add(f"lift_elementwise{n_}_{cn}", rule(*facts, ne(total).to(mo)).then(union(y).with_(
+            Val.op(nm, _vals(*[bcast_to(li, mi, total, tiles) for li, mi in zip(lifted[n_], masks_[n_])]),
+                   attrs, frag_ty(dt, total, tiles)))),
+            "an element-wise op lifts over the union of its operands' axes")
+    for n_, ops in _ELEMENTWISE.items():
+        for op in ops:
+            add(f"elementwise_{op}", rule(eq(y).to(lift(Val.op(op, xs, attrs, t), var("cg", LiftCtx)))).then(
+                Elementwise(String(op))), f"{op} is element-wise")
+    # loads and gathers over 1..4 coordinates, with or without a validity operand
+    view = var("view", Val)
+    for (cn, c), op in ((cc, o_) for cc in ctxs for o_ in ("load", "gather")):
+        for n in (1, 2, 3, 4):
+            cs = list(vars_(" ".join(f"c{j}" for j in range(n)), Val))
+            lcs = list(vars_(" ".join(f"l{j}" for j in range(n)), Val))
+            mks = list(vars_(" ".join(f"m{j}" for j in range(n)), i64))
+            for valid in (0, 1):
+                operands = [view] + cs + ([x] if valid else [])
+                facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(op, _vals(*operands), attrs, t)),
+                         HasValid(attrs, valid), eq(mo).to(MaskOf(o)), eq(dt).to(DtypeOf(o))]
+                for cj, lj, mj in zip(cs, lcs, mks):
+                    facts += [eq(lj).to(lift(cj, c)), eq(mj).to(MaskOf(lj))]
+                total = mo
+                for mj in mks:
+                    total = total | mj
+                if valid:
+                    facts += [eq(la).to(lift(x, c)), eq(ma).to(MaskOf(la))]
+                    total = total | ma
+                guard = tail(total, c)
+                if valid:
+                    guard = Val.op("and", _vals(bcast_to(la, ma, total, tiles), guard), AMap.nil(),
+                                   frag_ty("i1", total, tiles))
+                new_coords = [bcast_to(lj, mj, total, tiles) for lj, mj in zip(lcs, mks)]
+                tag = f"{op}{n}_{'valid' if valid else 'plain'}_{cn}"
+                new = Val.op(op, _vals(view, *new_coords, guard), mark_valid_fill(attrs, zero_of(dt)),
+                             frag_ty(dt, total, tiles))
+                add(f"lift_{tag}", rule(*facts, ne(total).to(mo)).then(union(y).with_(new)),
+                    f"{op} over the tile reads only the lanes inside the segment (tail validity, fill)")
+                add(f"lift_{tag}_same", rule(*facts, eq(total).to(mo)).then(union(y).with_(o)),
+                    f"{op} at unchanged coordinates is unchanged")
+    # pure single-carry loops: the accumulator becomes a lane fragment; bounds stay uniform
+    lb_, ub_, st_, y0 = vars_("lb_ ub_ st_ y0", Val)
+    ivt = var("ivt", Ty)
+    rya = var("rya", AMap)
+    loop = Val.res(Multi.op("for", _vals(lb_, ub_, st_, x), attrs, Tys.cons(Ty.scalar(dt), Tys.nil()),
+                            Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(Ty.scalar(dt), Tys.nil())),
+                                                     Stmts.nil(), _vals(y0), rya), Regions.nil())),
+                   0, Ty.scalar(dt))
+    add("demand_for", rule(eq(y).to(lift(loop, own))).then(lift(x, own), lift(y0, own)),
+        "lift the loop's initial value and its yield")
+    add("lift_loop_acc", rule(eq(y).to(lift(Val.arg(d, 1, Ty.scalar(dt)), own)), ne(d).to(i64(0)),
+                              ne(d).to(i64(1)), ne(dt).to(String("index"))).then(
+        union(y).with_(Val.arg(d, 1, frag_ty(dt, full, tiles)))),
+        "inside a lifted loop its accumulator argument is a lane fragment")
+    add("lift_for", rule(eq(y).to(lift(loop, own)), eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
+                         eq(lb).to(lift(y0, own)), eq(mb).to(MaskOf(lb)),
+                         ne(dt).to(String("index"))).then(
+        union(y).with_(Val.res(Multi.op(
+            "for", _vals(lb_, ub_, st_, bcast_to(la, ma, full, tiles)), attrs,
+            Tys.cons(frag_ty(dt, full, tiles), Tys.nil()),
+            Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(frag_ty(dt, full, tiles), Tys.nil())), Stmts.nil(),
+                                     _vals(bcast_to(lb, mb, full, tiles)), rya), Regions.nil())), 0,
+            frag_ty(dt, full, tiles)))),
+        "a pure ordered loop runs per lane")
+    # effects: stores / scatters / scatter-reduces write every lane of the accumulator shape under the tail
+    for op in ("store", "scatter", "scatter_reduce"):
+        for n in (1, 2, 3, 4):
+            cs = list(vars_(" ".join(f"c{j}" for j in range(n)), Val))
+            lcs = list(vars_(" ".join(f"l{j}" for j in range(n)), Val))
+            mks = list(vars_(" ".join(f"m{j}" for j in range(n)), i64))
+            for valid in (0, 1):
+                operands = [view] + cs + [z] + ([x] if valid else [])
+                stmt = Stmt.op(seq, op, _vals(*operands), attrs, Tys.nil(), regs)
+                pattern = lift_stmts(Stmts.cons(stmt, ss), own)
+                tag = f"{op}{n}_{'valid' if valid else 'plain'}"
+                add(f"demand_{tag}", rule(eq(s_).to(pattern), HasValid(attrs, valid)).then(
+                    Demand(_vals(*operands[1:]), own)), f"lift the operands of {op}")
+                facts = [eq(s_).to(pattern), HasValid(attrs, valid),
+                         eq(lb).to(lift(z, own)), eq(mb).to(MaskOf(lb))]
+                for cj, lj, mj in zip(cs, lcs, mks):
+                    facts += [eq(lj).to(lift(cj, own)), eq(mj).to(MaskOf(lj))]
+                guard = tail(full, own)
+                if valid:
+                    facts += [eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la))]
+                    guard = Val.op("and", _vals(bcast_to(la, ma, full, tiles), guard), AMap.nil(),
+                                   frag_ty("i1", full, tiles))
+                new = Stmt.op(seq, op, _vals(view, *[bcast_to(lj, mj, full, tiles) for lj, mj in zip(lcs, mks)],
+                                              bcast_to(lb, mb, full, tiles), guard), mark_valid(attrs), Tys.nil(), regs)
+                add(f"lift_{tag}", rule(*facts).then(union(s_).with_(Stmts.cons(new, lift_stmts(ss, own)))),
+                    f"{op} over the tile writes every lane inside the segment once")
+    add("lift_stmts_nil", rewrite(lift_stmts(Stmts.nil(), var("cg", LiftCtx))).to(Stmts.nil()), "lift [] = []")
+    # attribute plumbing
+    for fdt, fill in _FILL:
+        add(f"zero_of_{fdt}", rewrite(zero_of(String(fdt))).to(fill), f"the fill of a {fdt} load")
+    add("has_valid_true", rule(eq(m).to(AMap.cons("valid", A.bool_(1), attrs))).then(HasValid(m, 1)), "valid")
+    add("has_valid_false", rule(eq(m).to(AMap.cons("valid", A.bool_(0), attrs))).then(HasValid(m, 0)), "not valid")
+    add("has_valid_walk", rule(eq(m).to(AMap.cons(key, a, attrs)), HasValid(attrs, k)).then(HasValid(m, k)),
+        "validity flag further down the attributes")
+    add("mark_valid_nil", rewrite(mark_valid(AMap.nil())).to(_amap(valid=A.bool_(1))), "add valid = true")
     add("mark_valid_key", rewrite(mark_valid(AMap.cons("valid", vo, m))).to(AMap.cons("valid", A.bool_(1), m)),
         "valid := true")
     add("mark_valid_other", rewrite(mark_valid(AMap.cons(key, vo, m))).to(AMap.cons(key, vo, mark_valid(m)),
                                                                            ne(key).to(String("valid"))),
         "other keys are kept")
-    add("mark_fill_nil", rewrite(mark_valid_fill(AMap.nil(), a)).to(
-        AMap.cons("fill", a, AMap.cons("valid", A.bool_(1), AMap.nil()))), "add fill and valid = true")
+    add("mark_fill_nil", rewrite(mark_valid_fill(AMap.nil(), a)).to(_amap(fill=a, valid=A.bool_(1))),
+        "add fill and valid")
     add("mark_fill_existing", rewrite(mark_valid_fill(AMap.cons("fill", vo, m), a)).to(
         AMap.cons("fill", vo, mark_valid(m))), "an existing fill is kept")
     add("mark_fill_at_valid", rewrite(mark_valid_fill(AMap.cons("valid", vo, m), a)).to(
@@ -272,74 +456,12 @@ def _lift_rules():
     add("mark_fill_other", rewrite(mark_valid_fill(AMap.cons(key, vo, m), a)).to(
         AMap.cons(key, vo, mark_valid_fill(m, a)), ne(key).to(String("valid")), ne(key).to(String("fill"))),
         "other keys are kept")
-    # region arguments: group coordinates, ABI scalars, loop induction variables, loop-carried values
-    add("arg_coord", rewrite(lift(Val.arg(1, k, INDEX), ctx)).to(nth(coords, k)), "group axis k -> its tile coords")
-    add("arg_abi_scalar", rewrite(lift(Val.arg(0, k, Ty.scalar(dt)), ctx)).to(
-        _bcast(Val.arg(0, k, Ty.scalar(dt)), (), Ty.frag(dt, shape))), "a by-value scalar is uniform")
-    add("arg_iv", rule(eq(y).to(lift(Val.arg(d, k, INDEX), ctx)), ne(d).to(i64(1)), ne(d).to(i64(0))).then(
-        union(y).with_(_bcast(Val.arg(d, k, INDEX), (), Ty.frag("index", shape)))),
-        "a loop induction variable is uniform across the tile")
-    add("arg_carried", rule(eq(y).to(lift(Val.arg(d, k, Ty.scalar(dt)), ctx)), ne(dt).to(String("index")),
-                            ne(d).to(i64(1)), ne(d).to(i64(0))).then(
-        union(y).with_(Val.arg(d, k, Ty.frag(dt, shape)))), "a loop-carried value becomes a carried fragment")
-    # values
-    for op in _ELEMENTWISE:
-        add(f"lift_{op}", rewrite(lift(Val.op(op, xs, attrs, Ty.scalar(dt)), ctx)).to(
-            Val.op(op, lift_vals(xs, ctx), attrs, Ty.frag(dt, shape))), f"{op} lifts element-wise")
-    add("lift_launch", rewrite(lift(Val.op("launch", xs, attrs, Ty.scalar(dt)), ctx)).to(
-        _bcast(Val.op("launch", xs, attrs, Ty.scalar(dt)), (), Ty.frag(dt, shape))), "launch values are uniform")
-    for op in ("load", "gather"):
-        for fdt, fill in (("f16", A.float_("0.0")), ("bf16", A.float_("0.0")), ("f32", A.float_("0.0")),
-                          ("f64", A.float_("0.0")), ("i8", A.int_(0)), ("i16", A.int_(0)), ("i32", A.int_(0)),
-                          ("i64", A.int_(0)), ("u8", A.int_(0)), ("u32", A.int_(0)), ("i1", A.bool_(0))):
-            for valid in (0, 1):
-                pattern = lift(Val.op(op, Vals.cons(v, xs), attrs, Ty.scalar(fdt)), ctx)
-                add(f"lift_{op}_{fdt}_{'valid' if valid else 'plain'}",
-                    rule(eq(y).to(pattern), HasValid(attrs, valid)).then(union(y).with_(
-                        Val.op(op, Vals.cons(v, lift_access(xs, valid, ctx)), mark_valid_fill(attrs, fill),
-                               Ty.frag(fdt, shape)))),
-                    f"{op} over the tile reads only lanes inside the segment (tail validity, fill)")
-    add("access_plain", rewrite(lift_access(xs, 0, ctx)).to(append(lift_vals(xs, ctx), Vals.cons(mask, Vals.nil()))),
-        "no validity: the tail mask becomes the validity")
-    add("access_valid_last", rewrite(lift_access(Vals.cons(x, Vals.nil()), 1, ctx)).to(
-        Vals.cons(Val.op("and", _vals(lift(x, ctx), mask), AMap.nil(), Ty.frag(I1, shape)), Vals.nil())),
-        "a validity: and-ed with the tail mask")
-    add("access_valid_walk", rewrite(lift_access(Vals.cons(x, Vals.cons(y, xs)), 1, ctx)).to(
-        Vals.cons(lift(x, ctx), lift_access(Vals.cons(y, xs), 1, ctx))), "walk to the validity operand")
-    # pure loops carrying non-index values: bounds stay scalar, carried values become fragments
-    lb, ub, st = vars_("lb ub st", Val)
-    rd = var("rd", i64)
-    ivt = var("ivt", Ty)
-    rya = var("rya", AMap)
-    add("lift_for", rule(
-        eq(y).to(lift(Val.res(Multi.op("for", Vals.cons(lb, Vals.cons(ub, Vals.cons(st, xs))), attrs, tys,
-                                       Regions.cons(Region.make(rd, Tys.cons(ivt, ts), Stmts.nil(), ys, rya),
-                                                    Regions.nil())), i, Ty.scalar(dt)), ctx)),
-        NoIndexTys(tys)).then(union(y).with_(Val.res(
-            Multi.op("for", Vals.cons(lb, Vals.cons(ub, Vals.cons(st, lift_vals(xs, ctx)))), attrs, lift_tys(tys, ctx),
-                     Regions.cons(Region.make(rd, Tys.cons(ivt, lift_tys(ts, ctx)), Stmts.nil(), lift_vals(ys, ctx),
-                                              rya), Regions.nil())), i, Ty.frag(dt, shape)))),
-        "a pure ordered loop runs per lane: carried values become fragments, bounds stay uniform")
-    add("no_index_nil", rule(eq(ts).to(Tys.nil())).then(NoIndexTys(Tys.nil())), "[] has no index type")
-    add("no_index_cons", rule(eq(ts).to(Tys.cons(Ty.scalar(dt), tys)), NoIndexTys(tys), ne(dt).to(String("index")))
-        .then(NoIndexTys(ts)), "no index-typed carried value")
-    # effects
-    add("stmts_nil", rewrite(lift_stmts(Stmts.nil(), ctx)).to(Stmts.nil()), "lift [] = []")
-    for op in ("store", "scatter", "scatter_reduce"):
-        for valid in (0, 1):
-            add(f"lift_{op}_{'valid' if valid else 'plain'}",
-                rule(eq(s).to(lift_stmts(Stmts.cons(Stmt.op(seq, op, Vals.cons(v, xs), attrs, Tys.nil(), regs), ss),
-                                         ctx)), HasValid(attrs, valid)).then(union(s).with_(
-                    Stmts.cons(Stmt.op(seq, op, Vals.cons(v, lift_access(xs, valid, ctx)), mark_valid(attrs),
-                                       Tys.nil(), regs), lift_stmts(ss, ctx)))),
-                f"{op} over the tile writes only lanes inside the segment")
-    add("has_valid_true", rule(eq(m).to(AMap.cons("valid", A.bool_(1), attrs))).then(HasValid(m, 1)),
-        "valid = true")
-    add("has_valid_false", rule(eq(m).to(AMap.cons("valid", A.bool_(0), attrs))).then(HasValid(m, 0)),
-        "valid = false")
-    add("has_valid_walk", rule(eq(m).to(AMap.cons(key, a, attrs)), HasValid(attrs, k)).then(HasValid(m, k)),
-        "validity flag found further down the attributes")
     return R
+
+
+def seed(graph) -> None:
+    """Mark the input kernel's segment list as scalar ownership (before any rule runs), so blocking applies once."""
+    graph.fact(Unblocked, graph.term.args[1])
 
 
 _RULES = None

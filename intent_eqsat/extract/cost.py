@@ -1432,3 +1432,28 @@ def estimate_module(module: Any, target: Any = None, sizes: Mapping[str, int] | 
 
 __all__ = ["CostParams", "CostBreakdown", "CostModel", "Work", "estimate", "estimate_module", "model_for_graph",
            "term_export", "match_terms", "homes_from_provenance", "DEFAULT_PARAMS"]
+
+
+class RooflineCost:
+    """The optimizer's default cost: this model on ``target`` at problem ``sizes`` (unknown symbols take
+    ``CostParams.default_size``). ``bind(export)`` gives the per-export model whose ``node_cost`` the extractor
+    uses; ``breakdown`` gives the chosen program's cost terms (for reports and ``explain``)."""
+
+    def __init__(self, target: Any, sizes: Mapping[str, int] | None = None, *, provider: str | None = None,
+                 cost_params: CostParams = DEFAULT_PARAMS):
+        self.target = target
+        self.sizes = dict(sizes or {})
+        self.provider = provider
+        self.cost_params = cost_params
+        self._models: dict[int, CostModel] = {}
+
+    def bind(self, export: Export) -> CostModel:
+        model = self._models.get(id(export))
+        if model is None or model.export is not export:
+            model = CostModel(export, self.target, self.sizes, provider=self.provider, cost_params=self.cost_params)
+            self._models = {id(export): model}
+        return model
+
+    def breakdown(self, export: Export, choice: Mapping[str, str], root: str) -> dict[str, float]:
+        out = self.bind(export).evaluate(choice, root)
+        return {"total": out.total, **out.breakdown}

@@ -1,0 +1,140 @@
+"""Compile options and target features as e-graph facts, so rules gate on data (DESIGN; SPEC PASS-1.1, TGT-2).
+
+Relations (pinned egglog names; import them from here - a rulebook must not declare its own copy):
+
+- ``OptNumerics(String)``: ``"source"`` or ``"relaxed_normalization"`` (exactly one row).
+- ``OptOnline(i64)``: 1 when ``online_reduction`` is on, else 0.
+- ``OptRemarks(i64)``: 1 when ``optimization_remarks`` is on, else 0.
+- ``TileCand(i64)``: a tile/block-size candidate of the target (the physical-parameter domain rules draw from).
+- ``TargetInt(String, i64)``: integer features (``warp_size``, ``sm_count``, ``smem_per_block``,
+  ``registers_per_block``, ``max_threads_per_block``, ``max_grid_rank``).
+- ``TargetHas(String)``: capabilities, ``"contract:<operand>:<accumulator>"``, ``"provider:<name>"``,
+  ``"atomic:<kind>:<dtype>"``, ``"dtype:<dtype>"``.
+- ``Remark(String, String)``: (message, location) a rule may derive; the optimizer reports every row as a remark
+  (SPEC PASS-1.2: "adopted / disabled / missing numeric permission / conditions not met", at the op).
+
+A rule reads them as ordinary facts: ``rule(OptNumerics("relaxed_normalization"), ...)``; there is no negation, so a
+rule for the default case matches ``OptNumerics("source")``.
+
+Facts are inserted as egglog program text after the relations are declared through egglog-python's public
+``function_size`` (which declares without inserting), like ``KernelGraph.add`` inserts the program: no value is built
+through egglog-python's expression caches.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from egglog import EGraph, String, i64, relation
+
+from intent_eqsat.ir.core import CompileOptions
+
+OptNumerics = relation("OptNumerics", String, egg_fn="OptNumerics")
+OptOnline = relation("OptOnline", i64, egg_fn="OptOnline")
+OptRemarks = relation("OptRemarks", i64, egg_fn="OptRemarks")
+TileCand = relation("TileCand", i64, egg_fn="TileCand")
+TargetInt = relation("TargetInt", String, i64, egg_fn="TargetInt")
+TargetHas = relation("TargetHas", String, egg_fn="TargetHas")
+Remark = relation("Remark", String, String, egg_fn="Remark")
+
+RELATIONS = (OptNumerics, OptOnline, OptRemarks, TileCand, TargetInt, TargetHas, Remark)
+
+#: tile sizes rules may choose from before the resource bound (powers of two)
+BASE_TILE_SIZES = (16, 32, 64, 128, 256)
+_INT_FEATURES = ("warp_size", "sm_count", "smem_per_block", "registers_per_block", "max_threads_per_block",
+                 "max_grid_rank")
+
+
+def tile_candidates(target: Any) -> tuple[int, ...]:
+    """The target's tile-size domain: ``target.tile_candidates`` when the capability object declares one, else the
+    powers of two in :data:`BASE_TILE_SIZES` whose square f32 accumulator tile fits in half of one block's register
+    file (``T*T*4 <= registers_per_block * 4 / 2`` bytes). The cost model, not this domain, prefers one size."""
+    own = getattr(target, "tile_candidates", None)
+    if own:
+        return tuple(sorted(int(x) for x in own))
+    regs = int(getattr(target, "registers_per_block", 65536) or 65536)
+    return tuple(t for t in BASE_TILE_SIZES if t * t * 4 <= regs * 4 // 2)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The facts of one optimization: compile options and the target's features."""
+
+    numerics: str = "source"
+    online: bool = True
+    remarks: bool = False
+    tiles: tuple[int, ...] = ()
+    ints: tuple[tuple[str, int], ...] = ()
+    has: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, options: CompileOptions | None = None, target: Any = None,
+           tiles: tuple[int, ...] | None = None) -> "Facts":
+        opts = options or CompileOptions()
+        ints: list[tuple[str, int]] = []
+        has: list[str] = []
+        if target is not None:
+            from intent_eqsat.providers.targets import get_target
+            tgt = get_target(target)
+            for name in _INT_FEATURES:
+                v = getattr(tgt, name, None)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    ints.append((name, v))
+            for form in tgt.contract_forms:
+                for acc in sorted(form.accumulators):
+                    has.append(f"contract:{form.operand}:{acc}")
+            has.extend(f"provider:{p}" for p in sorted(tgt.providers))
+            for a in tgt.atomics:
+                has.extend(f"atomic:{a.kind}:{d}" for d in sorted(a.dtypes))
+            has.extend(f"dtype:{d}" for d in sorted(tgt.fragment_dtypes))
+            if tiles is None:
+                tiles = tile_candidates(tgt)
+        return cls(opts.numerics, bool(opts.online_reduction), bool(opts.optimization_remarks),
+                   tuple(tiles or ()), tuple(ints), tuple(dict.fromkeys(has)))
+
+    def program(self) -> str:
+        """The egglog commands that insert these facts."""
+        lines = [f"(OptNumerics {_q(self.numerics)})", f"(OptOnline {int(self.online)})",
+                 f"(OptRemarks {int(self.remarks)})"]
+        lines += [f"(TileCand {int(t)})" for t in self.tiles]
+        lines += [f"(TargetInt {_q(k)} {int(v)})" for k, v in self.ints]
+        lines += [f"(TargetHas {_q(h)})" for h in self.has]
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"numerics": self.numerics, "online": self.online, "remarks": self.remarks,
+                "tile_candidates": list(self.tiles), "target_ints": dict(self.ints), "target_has": len(self.has)}
+
+
+def _q(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def declare(egraph: EGraph, *relations: Any) -> None:
+    """Make ``egraph`` know the relations (no rows are inserted)."""
+    for rel in relations or RELATIONS:
+        egraph.function_size(rel)
+
+
+def insert(egraph: EGraph, facts: Facts) -> None:
+    """Declare the fact relations and insert ``facts`` through program text."""
+    declare(egraph)
+    eg = egraph._egraph
+    eg.run_program(*eg.parse_program(facts.program()))
+
+
+def remarks(egraph: EGraph) -> list[tuple[str, str]]:
+    """Every ``Remark(message, location)`` row, sorted."""
+    from egglog import get_callable_args
+
+    if egraph.function_size(Remark) == 0:
+        return []
+    out = []
+    for row in egraph.function_values(Remark):
+        msg, loc = get_callable_args(row)
+        out.append((str(msg.value), str(loc.value)))
+    return sorted(set(out))
+
+
+__all__ = ["OptNumerics", "OptOnline", "OptRemarks", "TileCand", "TargetInt", "TargetHas", "Remark", "RELATIONS",
+           "BASE_TILE_SIZES", "tile_candidates", "Facts", "declare", "insert", "remarks"]

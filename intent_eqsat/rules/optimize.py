@@ -1,0 +1,514 @@
+"""The e-graph optimizer: GPU IR module -> per kernel e-graph -> groups in PASS-3 order -> extract -> decode -> verify.
+
+::
+
+    res = optimize(program, target="sm90")            # program: a verified GPU IR module (construction output)
+    res.program      # the extracted, decoded, verified module (same ABI, options, parameters)
+    res.cost         # predicted cost (sum over kernels; a ProgramCost with .total/.breakdown when the cost
+                     # object provides breakdown())
+    res.candidates   # ranked runner-ups (Candidate: kernel, rank, cost, .decode())
+    res.remarks      # strings with locations: limits hit, Remark(...) rows derived by rules
+    res.report       # plain dict: groups, rules_fired, egraph_size, phases (seconds), per-kernel group runs;
+                     # every wall-clock figure is under "phases" (and "trace"), so the rest is byte-stable
+
+Kernels run one at a time in the process's shared e-graph (``schedule.Workspace``: rules are compiled once, each
+kernel lives in a push/pop scope; ``keep_graphs=True`` gives each kernel a private e-graph instead). Per kernel:
+encode (``KernelGraph``), insert the facts (compile options, target features; ``facts.py``), run the
+groups (``schedule.py``); after each group the current best program is extracted, decoded and verified with the
+shared GPU verifier, so a failure names the group (SPEC PASS-2) - :class:`GroupVerificationError`. The final program
+is extracted with the cost function, decoded and verified again.
+
+Cost functions (``cost=``): None (``extractor.size_cost`` until the cost model lands), a callable
+``node_cost(node_id, node, child_costs) -> float``, or an object with ``node_cost`` - and optionally
+``bind(export) -> node_cost`` (called once per extraction, for costs that read literal children such as tile sizes)
+and ``breakdown(export, choice, root) -> dict`` (named cost terms of the chosen program).
+
+Candidates: for each kernel, the e-classes of the chosen term whose best alternative node is cheapest are tried one
+at a time with their chosen node forbidden; each re-extraction that gives a different term is a candidate (costs
+are additive tree costs, so this finds the nearest runner-ups, not an exact k-best). ``candidates=0`` skips it.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from intent_eqsat import ir
+from intent_eqsat.errors import IntentError
+from intent_eqsat.extract.extractor import extract, size_cost
+from intent_eqsat.ir.core import CompileOptions, Kernel, Module
+from intent_eqsat.ir.printer import format_kernel
+from intent_eqsat.ir.verify_errors import VerificationError
+from intent_eqsat.rules import facts as F
+from intent_eqsat.rules import registry as R
+from intent_eqsat.rules.decode import decode_kernel
+from intent_eqsat.rules.egraph import Export, KernelGraph
+from intent_eqsat.rules.encode import Provenance
+from intent_eqsat.rules.schedule import GroupRun, Limits, egraph_size, format_trace, run_groups, workspace
+from intent_eqsat.rules.sorts import SIGNATURES
+from intent_eqsat.rules.terms import T, from_json_choice
+
+NodeCost = Callable[[str, dict, list], float]
+
+
+class OptimizeError(IntentError):
+    """The optimizer could not produce a program (no finite-cost term, a term that does not decode)."""
+
+
+class GroupVerificationError(VerificationError):
+    """The program extracted after a transformation group fails the shared GPU verifier (``group`` names it;
+    None = the final extraction)."""
+
+    def __init__(self, group: str | None, kernel: str, err: VerificationError):
+        self.group = group
+        self.kernel = kernel
+        self.cause = err
+        stage = f"after transformation group '{group}'" if group else "after final extraction"
+        super().__init__(err.invariant, f"kernel {kernel}, {stage}: {err.message}", err.location)
+
+
+@dataclass(frozen=True)
+class ProgramCost:
+    """A predicted cost with named terms (what ``pipeline.cost_total`` / ``cost_breakdown`` read)."""
+
+    total: float
+    breakdown: dict[str, float] = field(default_factory=dict)
+
+    def __float__(self) -> float:
+        return float(self.total)
+
+
+@dataclass(eq=False)
+class Candidate:
+    """A runner-up program of one kernel: the best extraction with the chosen node of e-class ``forbidden``
+    excluded."""
+
+    kernel: str
+    rank: int
+    cost: float
+    forbidden: str | None = None
+    params: dict | None = None
+    term: T | None = field(default=None, repr=False)
+    _template: Kernel | None = field(default=None, repr=False)
+    _prov: Provenance | None = field(default=None, repr=False)
+
+    def decode(self) -> Kernel:
+        """The candidate as an explicit (unverified) GPU IR kernel."""
+        if self.term is None or self._template is None:
+            raise OptimizeError(f"candidate {self.rank} of kernel {self.kernel} has no term")
+        return decode_kernel(self.term, self._template, self._prov)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "rank": self.rank, "cost": self.cost, "forbidden": self.forbidden,
+                "params": self.params}
+
+
+@dataclass(eq=False)
+class KernelResult:
+    """What happened to one kernel."""
+
+    name: str
+    kernel: Kernel
+    cost: float
+    runs: list[GroupRun] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    snapshots: list[tuple[str, str]] = field(default_factory=list)   # (stage, kernel text): "input", group...
+    egraph_size: int = 0
+    remarks: list[str] = field(default_factory=list)
+    breakdown: dict[str, float] | None = None
+    graph: KernelGraph | None = field(default=None, repr=False)
+
+
+@dataclass(eq=False)
+class OptimizeResult:
+    program: Module
+    cost: Any
+    costs: dict[str, float]
+    candidates: list[Candidate]
+    remarks: list[str]
+    report: dict[str, Any]
+    kernels: dict[str, KernelResult] = field(default_factory=dict, repr=False)
+    params: dict | None = None
+
+    @property
+    def groups(self) -> list[str]:
+        return list(self.report.get("groups", []))
+
+    @property
+    def rules_fired(self) -> dict[str, int]:
+        return dict(self.report.get("rules_fired", {}))
+
+    def trace(self) -> str:
+        runs = [r for k in self.kernels.values() for r in k.runs]
+        return format_trace(runs, self.report.get("rule_locations", {}))
+
+    def explain(self) -> str:
+        lines = []
+        for k in self.kernels.values():
+            lines.append(f"kernel {k.name}: cost {k.cost:g}, e-graph {k.egraph_size} rows")
+            for r in k.runs:
+                fired = ", ".join(f"{n} x{c}" for n, c in sorted(r.fired.items())) or "no rule matched"
+                lines.append(f"  {r.group}: {r.stop} after {r.iterations} iterations; {fired}")
+            for c in k.candidates:
+                lines.append(f"  candidate {c.rank}: cost {c.cost:g} (forbidding e-class {c.forbidden})")
+        return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ costs
+
+def default_cost(target: Any) -> Any:
+    """The cost used when ``cost=None``: the roofline model of the target (``intent_eqsat.extract.cost``)."""
+    from intent_eqsat.extract.cost import RooflineCost
+    return RooflineCost(target)
+
+
+def _node_cost(cost: Any, export: Export) -> NodeCost:
+    bind = getattr(cost, "bind", None)
+    if callable(bind):
+        bound = bind(export)
+        nc = getattr(bound, "node_cost", bound)
+        if callable(nc):
+            return nc
+    nc = getattr(cost, "node_cost", None)
+    if callable(nc):
+        return nc
+    if callable(cost):
+        return cost
+    raise TypeError(f"cost must be a node_cost callable or an object with node_cost, got {type(cost).__name__}")
+
+
+def _breakdown(cost: Any, export: Export, choice: dict, root: str) -> dict[str, float] | None:
+    fn = getattr(cost, "breakdown", None)
+    if not callable(fn):
+        return None
+    out = fn(export, choice, root)
+    return {str(k): float(v) for k, v in dict(out).items()} if out is not None else None
+
+
+# ------------------------------------------------------------------------------------------------ extraction
+
+def _extract_term(export: Export, node_cost: NodeCost, kernel: str, stage: str) -> tuple[T, float, dict, dict]:
+    choice, cost = extract(export, node_cost)
+    root_cost = cost.get(export.root, math.inf)
+    if not math.isfinite(root_cost):
+        raise OptimizeError(f"kernel {kernel}, {stage}: the e-graph has no finite-cost program (root cost "
+                            f"{root_cost})")
+    return from_json_choice(export.nodes, choice, export.root, eclass_of=export.eclass_of), root_cost, choice, cost
+
+
+def _eclass(export: Export, node_id: str) -> str:
+    ecl = getattr(export, "eclass_of", None)
+    if ecl and node_id in ecl:
+        return ecl[node_id]
+    return export.nodes[node_id]["eclass"]
+
+
+def _is_primitive(export: Export, node_id: str) -> bool:
+    node = export.nodes.get(node_id)
+    return node is not None and node["op"] not in SIGNATURES
+
+
+def _chosen_classes(export: Export, choice: dict, root: str) -> list[str]:
+    """E-classes of the chosen term, root first (breadth-first, each once)."""
+    out, seen, queue = [], {root}, [root]
+    while queue:
+        ec = queue.pop(0)
+        out.append(ec)
+        node = export.nodes[choice[ec]]
+        for child in node["children"]:
+            if _is_primitive(export, child):
+                continue
+            cc = _eclass(export, child)
+            if cc not in seen and cc in choice:
+                seen.add(cc)
+                queue.append(cc)
+    return out
+
+
+def _candidates(export: Export, node_cost: NodeCost, choice: dict, cost: dict, best: T, k: int, kernel: str,
+                template: Kernel, prov: Provenance, seconds: float) -> list[Candidate]:
+    if k <= 0:
+        return []
+    deltas: list[tuple[float, str]] = []
+    for ec in _chosen_classes(export, choice, export.root):
+        members = export.classes.get(ec, [])
+        if len(members) < 2:
+            continue
+        alt = math.inf
+        for nid in members:
+            if nid == choice[ec]:
+                continue
+            node = export.nodes[nid]
+            kids = [_eclass(export, c) for c in node["children"]]
+            if any(kc not in cost for kc in kids):
+                continue
+            alt = min(alt, node_cost(nid, node, [cost[kc] for kc in kids]))
+        if math.isfinite(alt):
+            deltas.append((alt - cost[ec], ec))
+    deltas.sort()
+    found: dict[int, tuple[float, str, T]] = {id(best): (cost[export.root], "", best)}
+    start = time.perf_counter()
+    for _, ec in deltas[: 4 * k]:
+        if time.perf_counter() - start > seconds or len(found) > k:
+            break
+        banned = choice[ec]
+
+        def nc(nid: str, node: dict, kids: list, _b: str = banned) -> float:
+            return math.inf if nid == _b else node_cost(nid, node, kids)
+
+        ch2, cost2 = extract(export, nc)
+        rc = cost2.get(export.root, math.inf)
+        if not math.isfinite(rc):
+            continue
+        term = from_json_choice(export.nodes, ch2, export.root, eclass_of=export.eclass_of)
+        if id(term) not in found:
+            found[id(term)] = (rc, ec, term)
+    ranked = sorted((v for key, v in found.items() if key != id(best)), key=lambda v: v[0])[:k]
+    return [Candidate(kernel, i + 1, c, ec, None, term, template, prov) for i, (c, ec, term) in enumerate(ranked)]
+
+
+# ------------------------------------------------------------------------------------------------ one kernel
+
+def kernel_text(kernel: Kernel) -> str:
+    return "\n".join(format_kernel(kernel, 0)) + "\n"
+
+
+def _module_with(program: Module, kernel: Kernel, options: CompileOptions, target: str) -> Module:
+    return Module(target, options, list(program.params), [kernel])
+
+
+def _phase(phases: dict, name: str, t0: float) -> float:
+    now = time.perf_counter()
+    phases[name] = phases.get(name, 0.0) + (now - t0)
+    return now
+
+
+def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: CompileOptions, groups: list,
+                     limits: Limits, cost: Any, facts: F.Facts, deadline: float, verify_each_group: bool,
+                     n_candidates: int, candidate_seconds: float, snapshots: bool, keep_graph: bool,
+                     phases: dict, egraph: Any = None) -> KernelResult:
+    t = time.perf_counter()
+    graph = KernelGraph(kernel, egraph=egraph)
+    F.insert(graph.egraph, facts)
+    for g in groups:
+        if g.seed is not None:
+            g.seed(graph)
+    t = _phase(phases, "encode", t)
+    res = KernelResult(kernel.name, kernel, math.nan)
+    if snapshots:
+        res.snapshots.append(("input", kernel_text(kernel)))
+
+    last: dict[str, Any] = {}
+
+    def current(stage: str, group: str | None) -> tuple[Kernel, T, float, dict, dict, Export]:
+        size = egraph_size(graph.egraph)
+        if last.get("size") == size and group is None:     # nothing ran since the last group's extraction
+            return last["value"]
+        t0 = time.perf_counter()
+        export = graph.export()
+        nc = _node_cost(cost, export)
+        term, rc, choice, costs = _extract_term(export, nc, kernel.name, stage)
+        t1 = _phase(phases, "extract", t0)
+        try:
+            decoded = decode_kernel(term, kernel, graph.prov)
+        except (ValueError, KeyError, IndexError, TypeError) as err:
+            raise OptimizeError(f"kernel {kernel.name}, {stage}: the extracted term does not decode: {err}") \
+                from err
+        t2 = _phase(phases, "decode", t1)
+        try:
+            ir.verify(_module_with(program, decoded, options, target))
+        except VerificationError as err:
+            raise GroupVerificationError(group, kernel.name, err) from err
+        _phase(phases, "verify", t2)
+        last["size"], last["value"] = size, (decoded, term, rc, choice, costs, export)
+        return last["value"]
+
+    def after(group: R.Group, run: Any) -> None:
+        phases["saturate"] = phases.get("saturate", 0.0) + run.seconds
+        if run.remark:
+            res.remarks.append(run.remark)
+        if verify_each_group or snapshots:
+            decoded = current(f"after group '{group.name}'", group.name)[0]
+            if snapshots:
+                res.snapshots.append((group.name, kernel_text(decoded)))
+
+    res.runs = run_groups(graph.egraph, groups, limits, kernel=kernel.name, deadline=deadline, after=after)
+    decoded, term, rc, choice, costs, export = current("final extraction", None)
+    res.kernel, res.cost = decoded, rc
+    res.egraph_size = egraph_size(graph.egraph)
+    t = time.perf_counter()
+    res.candidates = _candidates(export, _node_cost(cost, export), choice, costs, term, n_candidates, kernel.name,
+                                 kernel, graph.prov, candidate_seconds)
+    _phase(phases, "candidates", t)
+    res.breakdown = _breakdown(cost, export, choice, export.root)
+    for msg, loc in F.remarks(graph.egraph):
+        res.remarks.append(f"kernel {kernel.name}{', ' + loc if loc else ''}: {msg}")
+    if keep_graph:
+        res.graph = graph
+    return res
+
+
+# ------------------------------------------------------------------------------------------------ API
+
+def _options(program: Module, options: Any) -> CompileOptions:
+    if options is None:
+        return program.options
+    if isinstance(options, CompileOptions):
+        return options
+    from intent_eqsat.pipeline import make_options
+    return make_options(options)
+
+
+def optimize(program: Module, *, target: str | None = None, options: Any = None, rulebooks: Any = None,
+             limits: Limits | None = None, cost: Any = None, groups: Iterable[str] | None = None,
+             kernels: Iterable[str] | None = None, verify_each_group: bool = True, candidates: int = 3,
+             candidate_seconds: float = 2.0, tile_candidates: Sequence[int] | None = None, trace: bool = False,
+             snapshots: bool = False, keep_graphs: bool = False) -> OptimizeResult:
+    """Optimize every kernel of ``program`` (a verified GPU IR module).
+
+    ``target`` defaults to the module's target; ``options`` (CompileOptions or a mapping) to the module's options
+    (SPEC PASS-1.1: never silently replaced). ``rulebooks``: see :func:`registry.load`; ``groups``: run only these
+    groups (PASS-3 order kept). ``kernels``: optimize only these (the others pass through unchanged).
+    ``tile_candidates`` overrides the target's tile-size domain (``TileCand`` facts). ``trace`` adds the per-rule
+    table (STYLE item 5) as ``report["trace"]``; ``snapshots`` keeps the program text after each group
+    (:mod:`intent_eqsat.rules.diff`); ``keep_graphs`` keeps each kernel's e-graph on ``result.kernels``.
+    """
+    from intent_eqsat.providers.targets import get_target
+
+    t_start = time.perf_counter()
+    if not isinstance(program, Module):
+        raise TypeError(f"optimize takes an ir.Module, got {type(program).__name__}")
+    limits = limits or Limits()
+    tgt = get_target(target if target is not None else program.target)
+    target_name = program.target if target is None else tgt.name
+    opts = _options(program, options)
+    reg = R.load(rulebooks)
+    selected = reg.select(list(groups) if groups is not None else None)
+    cost = cost if cost is not None else default_cost(tgt)
+    the_facts = F.Facts.of(opts, tgt, tuple(tile_candidates) if tile_candidates is not None else None)
+    wanted = set(kernels) if kernels is not None else None
+    if wanted is not None:
+        unknown = wanted - {k.name for k in program.kernels}
+        if unknown:
+            raise LookupError(f"no kernel named {', '.join(sorted(unknown))}")
+    deadline = t_start + limits.max_total_seconds
+    phases: dict[str, float] = {}
+    ws = None if keep_graphs else workspace()
+    if ws is not None:
+        t = time.perf_counter()
+        ws.prepare(selected)
+        _phase(phases, "prepare", t)
+    results: dict[str, KernelResult] = {}
+    out_kernels: list[Kernel] = []
+    for k in program.kernels:
+        if wanted is not None and k.name not in wanted:
+            out_kernels.append(k)
+            continue
+        kw = dict(target=target_name, options=opts, groups=selected, limits=limits, cost=cost, facts=the_facts,
+                  deadline=deadline, verify_each_group=verify_each_group, n_candidates=candidates,
+                  candidate_seconds=candidate_seconds, snapshots=snapshots, keep_graph=keep_graphs, phases=phases)
+        if ws is None:
+            kr = _optimize_kernel(k, program, **kw)         # a private EGraph per kernel (kept on the result)
+        else:
+            t = time.perf_counter()
+            egraph = ws.__enter__()
+            _phase(phases, "scope", t)
+            try:
+                kr = _optimize_kernel(k, program, egraph=egraph, **kw)
+            finally:
+                t = time.perf_counter()
+                ws.__exit__(None, None, None)
+                _phase(phases, "scope", t)
+        results[k.name] = kr
+        out_kernels.append(kr.kernel)
+    out = Module(target_name, opts, list(program.params), out_kernels)
+    t = time.perf_counter()
+    if len(results) > 1 or wanted is not None:
+        try:
+            ir.verify(out)
+        except VerificationError as err:
+            raise GroupVerificationError(None, "module", err) from err
+        _phase(phases, "verify", t)
+    costs = {n: r.cost for n, r in results.items()}
+    total = float(sum(costs.values()))
+    breakdowns = [r.breakdown for r in results.values()]
+    if breakdowns and all(b is not None for b in breakdowns):
+        merged: dict[str, float] = {}
+        for b in breakdowns:
+            for key, v in b.items():
+                merged[key] = merged.get(key, 0.0) + v
+        cost_value: Any = ProgramCost(total, merged)
+    else:
+        cost_value = total
+    cands = sorted((c for r in results.values() for c in r.candidates), key=lambda c: (c.cost, c.kernel, c.rank))
+    remarks = [m for r in results.values() for m in r.remarks]
+    runs = [run for r in results.values() for run in r.runs]
+    fired: dict[str, int] = {}
+    for run in runs:
+        for name, n in run.fired.items():
+            fired[name] = fired.get(name, 0) + n
+    all_rules = [r for g in selected for r in g.rules]
+    for run in runs:
+        phases[f"group:{run.group}"] = phases.get(f"group:{run.group}", 0.0) + run.seconds
+    phases["total"] = time.perf_counter() - t_start
+    report: dict[str, Any] = {
+        "target": target_name,
+        "options": opts.key(),
+        "rulebooks_version": reg.version,
+        "groups": [g.name for g in selected],
+        "rules_fired": fired,
+        "egraph_size": sum(r.egraph_size for r in results.values()),
+        "phases": {k: round(v, 6) for k, v in phases.items()},
+        "summary": f"{len(all_rules)} rules, {sum(1 for r in all_rules if fired.get(r.name))} matched",
+        "limits": limits.as_dict(),
+        "facts": the_facts.as_dict(),
+        "kernels": {n: {"cost": r.cost, "egraph_size": r.egraph_size,
+                        "groups": [x.as_dict(timings=trace) for x in r.runs],
+                        "candidates": [c.as_dict() for c in r.candidates]} for n, r in results.items()},
+        "rule_locations": {r.name: r.location for r in all_rules},
+    }
+    res = OptimizeResult(out, cost_value, costs, cands, remarks, report, results)
+    if trace:
+        report["trace"] = res.trace()
+    return res
+
+
+def optimize_kir(kir_module: Any, *, target: str = "sm90", options: Any = None, **kwargs: Any) -> OptimizeResult:
+    """Construct the first complete GPU program of a KIR module (SPEC PASS-3.1), then :func:`optimize` it."""
+    from intent_eqsat.construct import construct
+
+    from intent_eqsat.pipeline import make_options
+
+    opts = make_options(options)
+    program = construct(kir_module, target=target, options=opts)
+    return optimize(program, target=target, options=opts, **kwargs)
+
+
+def rules_list(rulebooks: Any = None) -> list[dict[str, str]]:
+    """Every rule: name, group, law, ``file:line`` (run order)."""
+    return [r.as_dict() for r in R.load(rulebooks).rules()]
+
+
+def rule_show(name: str, rulebooks: Any = None) -> str:
+    """A rule's law, location, egglog text and its group's PASS-1 declaration; a group name shows the group.
+    Unknown names raise LookupError."""
+    reg = R.load(rulebooks)
+    try:
+        g = reg.group(name)
+    except LookupError:
+        g = None
+    if g is not None:
+        lines = [f"group {g.name} (ORDER {g.order}, schedule {g.schedule}) {g.path}", "", g.declaration.text(), "",
+                 "rules:"]
+        lines += [f"  {r.name}  {r.law}  [{r.location}]" for r in g.rules]
+        return "\n".join(lines) + "\n"
+    r = reg.rule(name)
+    g = reg.group(r.group)
+    lines = [f"rule {r.name}", f"law: {r.law}", f"at: {r.location}", "", r.egglog_text(), "",
+             f"group {g.name} declaration:", g.declaration.text()]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["optimize", "optimize_kir", "OptimizeResult", "KernelResult", "Candidate", "ProgramCost",
+           "OptimizeError", "GroupVerificationError", "rules_list", "rule_show", "default_cost", "kernel_text"]
