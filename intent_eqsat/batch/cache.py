@@ -1,0 +1,140 @@
+"""A content-addressed cache of batch results.
+
+The key of a job is the sha256 of a canonical JSON object holding everything its output depends on:
+
+* the sha256 of the KIR text (the bytes of the file, not its path),
+* the compile options (``CompileOptions.key()``), the target, the provider, and whether the optimizer runs,
+* when the optimizer runs: the ``rulebooks`` argument and the rulebook versions
+  (``intent_eqsat.rules.rulebook_versions()``, else ``"none"``),
+* the tool version: the package version plus a fingerprint of the package's own source (every ``.py`` under
+  ``intent_eqsat/`` and ``rulebooks/``), so that editing the compiler invalidates results even while the version
+  number stays put (``$INTENT_EQSAT_TOOL_VERSION`` overrides it).
+
+An entry is one JSON file ``<dir>/<key[:2]>/<key>.json`` written atomically. Results that are functions of the
+key alone are stored: successes and located errors (a parse error is as deterministic as a success). Timeouts,
+crashes and internal errors are not (they may be transient). Because the key holds the text and not the path,
+stored errors have their file name replaced by a placeholder that is substituted back on lookup.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from intent_eqsat.batch.atomic import write_atomic
+
+SCHEMA = 1
+TOOL_VERSION_ENV = "INTENT_EQSAT_TOOL_VERSION"
+_FILE_TOKEN = "\u0000KIR-FILE\u0000"
+_CACHEABLE = ("ok", "error")
+
+
+@functools.lru_cache(maxsize=1)
+def source_fingerprint() -> str:
+    """sha256 over the relative paths and bytes of the package's Python sources (and the rulebooks')."""
+    import intent_eqsat
+
+    pkg = Path(intent_eqsat.__file__).resolve().parent
+    roots = [pkg]
+    try:
+        import rulebooks
+
+        if getattr(rulebooks, "__file__", None):
+            roots.append(Path(rulebooks.__file__).resolve().parent)
+    except ImportError:
+        pass
+    h = hashlib.sha256()
+    for root in roots:
+        for p in sorted(root.rglob("*.py")):
+            if "__pycache__" in p.parts:
+                continue
+            h.update(f"{root.name}/{p.relative_to(root).as_posix()}\n".encode())
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def tool_version() -> str:
+    """``<version>+src.<fingerprint>``, or ``$INTENT_EQSAT_TOOL_VERSION`` when set (a release build that wants
+    caches shared across checkouts, or tests in a tree that others are editing)."""
+    pinned = os.environ.get(TOOL_VERSION_ENV)
+    if pinned:
+        return pinned
+    import intent_eqsat
+
+    return f"{intent_eqsat.__version__}+src.{source_fingerprint()[:16]}"
+
+
+def job_key(job: dict, rulebook_versions: Any) -> str:
+    """The cache key of a job (see the module docstring); the path is deliberately not part of it."""
+    from intent_eqsat import pipeline
+
+    optimize = bool(job.get("optimize", job["kind"] == "compile"))
+    ident = {
+        "schema": SCHEMA,
+        "kind": job["kind"],
+        "kir_sha256": hashlib.sha256(job["text"].encode("utf-8")).hexdigest(),
+        "options": pipeline.make_options(job.get("options")).key(),
+        "target": job.get("target"),
+        "provider": job.get("provider"),
+        "optimize": optimize,
+        # the rules matter only when the optimizer runs
+        "rulebooks": job.get("rulebooks") if optimize else None,
+        "rulebook_versions": rulebook_versions if optimize else "unused",
+        "tool": tool_version(),
+    }
+    if job["kind"] == "check":
+        ident["seeds"] = job.get("seeds")
+        ident["gir"] = job["path"].endswith(".gir")
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def _swap(obj: Any, old: str, new: str) -> Any:
+    if isinstance(obj, str):
+        return obj.replace(old, new) if old else obj
+    if isinstance(obj, dict):
+        return {k: _swap(v, old, new) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_swap(v, old, new) for v in obj]
+    return obj
+
+
+class Cache:
+    """Results by key under ``root``; :meth:`get` returns None on a miss or an unreadable entry."""
+
+    def __init__(self, root: "str | os.PathLike[str]"):
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str, path: str) -> dict | None:
+        p = self._path(key)
+        try:
+            entry = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key or "result" not in entry:
+            return None
+        result = entry["result"]
+        if result.get("error"):
+            result["error"] = _swap(result["error"], _FILE_TOKEN, path)
+        return result
+
+    def put(self, key: str, path: str, result: dict) -> bool:
+        """Store a result when it is cacheable; returns whether it was stored."""
+        if result.get("status") not in _CACHEABLE:
+            return False
+        if result.get("error") and result["error"].get("kind") == "InternalError":
+            return False
+        stored = dict(result)
+        if stored.get("error"):
+            stored["error"] = _swap(stored["error"], path, _FILE_TOKEN)
+        entry = {"key": key, "schema": SCHEMA, "result": stored}
+        write_atomic(self._path(key), json.dumps(entry, indent=1) + "\n")
+        return True
+
+
+__all__ = ["Cache", "job_key", "tool_version", "source_fingerprint", "SCHEMA", "TOOL_VERSION_ENV"]

@@ -1,0 +1,417 @@
+"""The ``intent-eqsat`` command line (reference: ``docs/cli.md``).
+
+Exit codes: 0 success, 1 some input failed (each reported with its error kind and ``file:line:col``), 2 usage error
+(bad arguments, unknown target/provider/option, no input, or a command whose back end does not exist yet).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Usage(Exception):
+    """A usage error found after argument parsing (exit 2)."""
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+def _options(values: Sequence[str] | None) -> dict[str, str]:
+    """``--options k=v`` (repeatable, or comma-separated) -> dict."""
+    out: dict[str, str] = {}
+    for value in values or []:
+        for item in value.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            key, sep, val = item.partition("=")
+            if not sep or not key.strip():
+                raise _Usage(f"--options: expected key=value, got {item!r}")
+            out[key.strip()] = val.strip()
+    return out
+
+
+def _list(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _err(msg: str) -> None:
+    print(f"intent-eqsat: {msg}", file=sys.stderr)
+
+
+def _format_error(err: BaseException, path: str | None = None) -> str:
+    from intent_eqsat import pipeline
+
+    d = pipeline.describe_error(err, None, path)
+    return _format_error_dict(d, path)
+
+
+def _format_error_dict(d: dict, path: str | None = None) -> str:
+    loc = d.get("location") or path or "<input>"
+    stage = f" (stage {d['stage']})" if d.get("stage") else ""
+    prog = f" [{d['program_location']}]" if d.get("program_location") else ""
+    return f"{loc}: {d['kind']}{stage}: {d['message']}{prog}"
+
+
+def _write(path: Path, text: str) -> None:
+    from intent_eqsat.batch.atomic import write_atomic
+
+    write_atomic(path, text)
+
+
+def _optimizer_missing(what: str, fname: str | None = None) -> int:
+    from intent_eqsat import pipeline
+
+    if pipeline.optimizer() is None or fname is None:
+        _err(f"{what}: {pipeline.NO_OPTIMIZER_MESSAGE}")
+    else:
+        _err(f"{what}: intent_eqsat.rules.{fname}() is not available yet (issue 4)")
+    return EXIT_USAGE
+
+
+def _jobs_default() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+# --------------------------------------------------------------------------------------------- commands
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from intent_eqsat import api, ir
+
+    try:
+        ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
+                         options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
+                         optimize=not args.no_optimize)
+    except Exception as err:
+        if _is_usage(err):
+            raise
+        print(_format_error(err, args.file), file=sys.stderr)
+        return EXIT_FAILED
+    for r in ck.remarks:
+        print(f"{args.file}: remark: {r}", file=sys.stderr)
+    if args.out is None:
+        sys.stdout.write(ck.source)
+        return EXIT_OK
+    out = Path(args.out)
+    stem = Path(args.file).stem
+    for name, src in ck.sources.items():
+        _write(out / f"{name}.{ck.provider}.py", src)
+        print(out / f"{name}.{ck.provider}.py")
+    _write(out / f"{stem}.{ck.provider}.gir", ir.print_module(ck.program))
+    print(out / f"{stem}.{ck.provider}.gir")
+    return EXIT_OK
+
+
+def cmd_print_program(args: argparse.Namespace) -> int:
+    """``construct`` / ``optimize``: print the constructed / extracted GPU IR program."""
+    from intent_eqsat import ir, pipeline
+
+    try:
+        res = pipeline.run(Path(args.file), target=args.target, provider=None, options=_options(args.options),
+                           rulebooks=_list(getattr(args, "rulebooks", None)))
+    except Exception as err:
+        if _is_usage(err):
+            raise
+        print(_format_error(err, args.file), file=sys.stderr)
+        return EXIT_FAILED
+    program = res.constructed if args.command == "construct" else res.program
+    if args.command == "optimize":
+        for r in res.optimized.remarks:
+            print(f"{args.file}: remark: {r}", file=sys.stderr)
+    text = ir.print_module(program)
+    if args.out:
+        _write(Path(args.out), text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _batch_config(args: argparse.Namespace, kind: str) -> Any:
+    from intent_eqsat import pipeline
+    from intent_eqsat.batch.runner import BatchConfig, collect_inputs
+
+    exts = (".kir", ".gir") if kind == "check" else (".kir",)
+    inputs = collect_inputs(args.paths, exts)
+    providers = _list(getattr(args, "provider", None)) or ["triton"]
+    for p in providers:
+        pipeline.check_provider(p)
+    if args.jobs < 1:
+        raise _Usage("-j/--jobs must be at least 1")
+    if args.timeout is not None and args.timeout <= 0:
+        raise _Usage("--timeout must be positive")
+    if args.executor == "dask":
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise _Usage("--executor dask needs dask[distributed] (pip install 'intent-eqsat[batch]')") from None
+    return BatchConfig(inputs=inputs, out=Path(args.out) if args.out else None, kind=kind, target=args.target,
+                       providers=providers if kind == "compile" else [], options=_options(args.options),
+                       rulebooks=_list(getattr(args, "rulebooks", None)), jobs=args.jobs, timeout=args.timeout,
+                       executor=args.executor, scheduler=args.scheduler, use_cache=not args.no_cache,
+                       cache_dir=Path(args.cache_dir) if args.cache_dir else None, progress=not args.no_progress,
+                       plots=not getattr(args, "no_plots", False), seeds=getattr(args, "seeds", 2),
+                       optimize=(getattr(args, "optimize", False) if kind == "check"
+                                 else not getattr(args, "no_optimize", False)),
+                       allow_unsupported=getattr(args, "allow_unsupported", False))
+
+
+def _run_batch(args: argparse.Namespace, kind: str) -> int:
+    from intent_eqsat.batch.report import summary_table
+    from intent_eqsat.batch.runner import run_batch
+
+    cfg = _batch_config(args, kind)
+    result = run_batch(cfg)
+    sys.stdout.write(summary_table(result.entries))
+    for e in result.failed:
+        print(_format_error_dict(e["error"], e["file"]), file=sys.stderr)
+    if cfg.out is not None and cfg.write_reports:
+        print(f"reports: {cfg.out / 'report.md'}, {cfg.out / 'report.json'}", file=sys.stderr)
+    return result.exit_code
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    if args.out is None:
+        args.out = "build/intent-eqsat"
+    return _run_batch(args, "compile")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    return _run_batch(args, "check")
+
+
+def _render(obj: Any) -> str:
+    """Text for whatever a rules function returned."""
+    for attr in ("text", "to_text", "render"):
+        fn = getattr(obj, attr, None)
+        if callable(fn):
+            return str(fn())
+    if isinstance(obj, str):
+        return obj
+    if obj is None:
+        return ""
+    if isinstance(obj, (list, tuple)):
+        rows = []
+        for item in obj:
+            if isinstance(item, str):
+                rows.append(item)
+                continue
+            d = item if isinstance(item, dict) else {k: getattr(item, k) for k in ("name", "group", "law", "location")
+                                                     if hasattr(item, k)}
+            rest = [str(v).splitlines()[0] for k, v in d.items() if k != "name" and v not in (None, "")]
+            rows.append("  ".join([str(d.get("name", item)), *rest]).rstrip())
+        return "\n".join(rows)
+    from intent_eqsat.pipeline import to_plain
+
+    return json.dumps(to_plain(obj), indent=1)
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from intent_eqsat import pipeline
+
+    fname = {"list": "list_rules", "show": "show_rule", "audit": "audit"}[args.rules_command]
+    fn = pipeline.rules_function(fname)
+    if fn is None:
+        return _optimizer_missing(f"rules {args.rules_command}", fname)
+    if args.rules_command == "list":
+        out = fn(rulebooks=_list(args.rulebooks)) if args.rulebooks else fn()
+    elif args.rules_command == "show":
+        try:
+            out = fn(args.name)
+        except LookupError as err:
+            _err(f"rules show: {err.args[0] if err.args else f'no rule named {args.name!r}'}")
+            return EXIT_USAGE
+    else:
+        from intent_eqsat.batch.runner import collect_inputs
+
+        paths = collect_inputs(args.paths) if args.paths else None
+        out = fn(corpus=paths, rulebooks=_list(args.rulebooks))
+    text = _render(out)
+    if text:
+        print(text.rstrip("\n"))
+    ok = getattr(out, "ok", True)
+    return EXIT_OK if ok in (True, None) else EXIT_FAILED
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from intent_eqsat import api, pipeline
+
+    if pipeline.optimizer() is None:
+        return _optimizer_missing("explain")
+    try:
+        ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
+                         options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel)
+    except Exception as err:
+        if _is_usage(err):
+            raise
+        print(_format_error(err, args.file), file=sys.stderr)
+        return EXIT_FAILED
+    sys.stdout.write(ck.explain())
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from intent_eqsat import pipeline
+
+    fn = pipeline.rules_function("diff")
+    if fn is None:
+        return _optimizer_missing("diff", "diff")
+    try:
+        res = pipeline.run(Path(args.file), target=args.target, provider=None, options=_options(args.options),
+                           stop_after="verify_gir")
+        out = fn(res.constructed, group=args.group, target=res.target, options=res.options,
+                 rulebooks=_list(args.rulebooks))
+    except LookupError as err:
+        _err(f"diff: {err.args[0] if err.args else f'unknown group {args.group!r}'}")
+        return EXIT_USAGE
+    except Exception as err:
+        if _is_usage(err):
+            raise
+        print(_format_error(err, args.file), file=sys.stderr)
+        return EXIT_FAILED
+    text = _render(out)
+    if text:
+        print(text.rstrip("\n"))
+    return EXIT_OK
+
+
+def _is_usage(err: BaseException) -> bool:
+    from intent_eqsat.pipeline import UsageError
+
+    return isinstance(err, (UsageError, _Usage))
+
+
+# ---------------------------------------------------------------------------------------------- parser
+
+def _common(p: argparse.ArgumentParser, provider: bool = True, multi_provider: bool = False) -> None:
+    p.add_argument("--target", default="sm90", help="hardware target (sm80, sm90, sm100, sm120, gfx942 ...); "
+                                                    "default sm90")
+    if provider:
+        p.add_argument("--provider", default="triton",
+                       help="triton or cutile" + (" (comma-separated list)" if multi_provider else "")
+                            + "; default triton")
+    p.add_argument("--options", action="append", metavar="K=V",
+                   help="compile option(s): numerics=source|relaxed_normalization, online_reduction=true|false, "
+                        "optimization_remarks=true|false (repeatable or comma-separated)")
+    p.add_argument("--rulebooks", metavar="NAME[,NAME]", help="rulebooks handed to the optimizer")
+
+
+def _batch_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="DIR|GLOB|FILE")
+    p.add_argument("-j", "--jobs", type=int, default=_jobs_default(), help="jobs in flight (default: CPU count)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="time limit per job in seconds; the worker is killed past it (default 600)")
+    p.add_argument("--executor", choices=("process", "dask"), default="process",
+                   help="process: local worker processes (default); dask: dask.distributed tasks")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (default: an in-process "
+                                                          "LocalCluster)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="cache location (default: OUT/.cache)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="intent-eqsat", description="Equality-saturation optimizer of GPU "
+                                     "kernels: KIR -> GPU IR -> e-graph -> Triton / cuTile.")
+    from intent_eqsat import __version__
+
+    parser.add_argument("--version", action="version", version=f"intent-eqsat {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("compile", help="compile one .kir file to provider source")
+    p.add_argument("file")
+    _common(p)
+    p.add_argument("--kernel", help="kernel printed when the module has several (default: the first)")
+    p.add_argument("--no-optimize", action="store_true", help="serialize the constructed program (skip the "
+                                                              "optimizer)")
+    p.add_argument("--out", metavar="DIR", help="write <kernel>.<provider>.py and <stem>.<provider>.gir here "
+                                                "(default: print the source to stdout)")
+    p.set_defaults(func=cmd_compile)
+
+    for name, what in (("construct", "print the constructed GPU IR program"),
+                       ("optimize", "print the optimized (extracted) GPU IR program")):
+        p = sub.add_parser(name, help=what)
+        p.add_argument("file")
+        _common(p, provider=False)
+        p.add_argument("--out", metavar="FILE", help="write the program here instead of stdout")
+        p.set_defaults(func=cmd_print_program)
+
+    p = sub.add_parser("batch", help="compile a corpus (dirs, globs, files) with isolation, cache and reports")
+    _batch_common(p)
+    _common(p, multi_provider=True)
+    p.add_argument("--out", metavar="DIR", help="output directory (default build/intent-eqsat)")
+    p.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
+    p.add_argument("--no-optimize", action="store_true", help="serialize the constructed programs (skip the "
+                                                              "optimizer)")
+    p.add_argument("--allow-unsupported", action="store_true",
+                   help="exit 0 when the only failures are declared Unsupported rejections (TGT-9); they are "
+                        "still reported")
+    p.set_defaults(func=cmd_batch)
+
+    p = sub.add_parser("check", help="parse, verify, construct, verify and interpret vs the KIR reference "
+                                     "(.kir); parse and verify (.gir)")
+    _batch_common(p)
+    _common(p, provider=False)
+    p.add_argument("--seeds", type=int, default=2, help="random small input sets per kernel (default 2)")
+    p.add_argument("--optimize", action="store_true", help="interpret the optimized program instead of the "
+                                                           "constructed one")
+    p.add_argument("--out", metavar="DIR", help="write report.json / report.md here (default: no reports)")
+    p.set_defaults(func=cmd_check, no_plots=False)
+
+    p = sub.add_parser("rules", help="list, show or audit the rules (needs the optimizer, issue 4)")
+    rsub = p.add_subparsers(dest="rules_command", metavar="list|show|audit", required=True)
+    r = rsub.add_parser("list", help="every rule with its group")
+    r.add_argument("--rulebooks", metavar="NAME[,NAME]")
+    r = rsub.add_parser("show", help="one rule: declaration, tests, where it fired")
+    r.add_argument("name")
+    r = rsub.add_parser("audit", help="translation validation per rule, firing counts, rules that never fire")
+    r.add_argument("paths", nargs="*", metavar="DIR|GLOB|FILE", help="corpus (default: the optimizer's)")
+    r.add_argument("--rulebooks", metavar="NAME[,NAME]")
+    p.set_defaults(func=cmd_rules)
+
+    p = sub.add_parser("explain", help="why this program: cost breakdown against the runner-up")
+    p.add_argument("file")
+    _common(p)
+    p.add_argument("--kernel")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("diff", help="the program before and after one transformation group")
+    p.add_argument("file")
+    p.add_argument("--group", required=True, metavar="NAME")
+    _common(p, provider=False)
+    p.set_defaults(func=cmd_diff)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except _Usage as err:
+        _err(f"{args.command}: {err}")
+        return EXIT_USAGE
+    except BrokenPipeError:          # `intent-eqsat ... | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+    except Exception as err:
+        from intent_eqsat.pipeline import UsageError
+
+        if isinstance(err, UsageError):
+            _err(f"{args.command}: {err}")
+            return EXIT_USAGE
+        raise
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

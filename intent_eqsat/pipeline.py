@@ -1,0 +1,505 @@
+"""The compile pipeline as plain functions, one per stage, and :func:`run` that chains them with timings.
+
+::
+
+    load -> verify_kir -> construct -> optimize -> verify_gir -> serialize(provider)
+
+Every stage is deterministic: the same KIR text, target, options, rulebooks and provider give the same program and
+the same source bytes. A failing stage raises the layer's own typed error (``ParseError``, ``KirError``,
+``ConstructionError``, ``VerificationError``, one of the four ``Unsupported`` kinds, :class:`ProviderUnavailable`,
+...) after :func:`annotate` has attached ``err.stage`` and ``err.kir_location`` (the ``file:line:col`` of the KIR
+text the failure traces back to, found through the origin map when the error names a program location).
+
+The optimizer (issue 4) plugs in through one function, looked up at call time::
+
+    intent_eqsat.rules.optimize(program, *, target, options, rulebooks) -> result
+        result.program     the extracted GPU IR module
+        result.cost        its predicted cost (a number, or an object with .total and .breakdown)
+        result.candidates  the ranked runner-ups (each with .cost, optionally .params)
+        result.remarks     optimization remarks
+        result.report      groups run, rules fired with counts, e-graph size, optimizer phase times (a mapping)
+        result.params      (optional) physical parameter binding handed to the serializer
+
+Until ``intent_eqsat.rules.optimize`` exists, the optimize stage returns the constructed program unchanged with
+cost ``None``, no candidates, the remark :data:`NO_OPTIMIZER_REMARK` and an empty report.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from intent_eqsat import ir, kir
+from intent_eqsat.errors import IntentError, SourceLocation
+from intent_eqsat.ir.core import NUMERICS, CompileOptions
+
+STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "serialize")
+PROVIDERS = ("triton", "cutile")
+NO_OPTIMIZER_REMARK = "optimizer not available: constructed program used"
+NO_OPTIMIZER_MESSAGE = "the optimizer (issue 4) is not available yet"
+SKIPPED_REMARK = "optimization skipped (optimize=False): constructed program used"
+
+
+class ProviderUnavailable(IntentError):
+    """The requested provider's serializer cannot be imported (not built yet, or its dependency is missing)."""
+
+
+class UsageError(IntentError, ValueError):
+    """A bad argument to the API or the CLI (unknown provider, malformed option, missing file ...)."""
+
+
+# ----------------------------------------------------------------------------------------------- arguments
+
+_OPTION_ALIASES = {"numerics": "numerics", "online_reduction": "online_reduction",
+                   "onlinereduction": "online_reduction", "optimization_remarks": "optimization_remarks",
+                   "optimizationremarks": "optimization_remarks"}
+
+
+def _as_bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise UsageError(f"option {key}: expected true or false, got {value!r}")
+
+
+def make_options(options: "CompileOptions | Mapping[str, Any] | None") -> CompileOptions:
+    """:class:`CompileOptions` from ``None`` (the defaults), an instance, or a mapping of field names to values
+    (strings like ``"true"`` accepted, so CLI ``k=v`` pairs can be passed as they are)."""
+    if options is None:
+        return CompileOptions()
+    if isinstance(options, CompileOptions):
+        return options
+    if not isinstance(options, Mapping):
+        raise UsageError(f"options must be a CompileOptions or a dict, got {type(options).__name__}")
+    fields: dict[str, Any] = {}
+    for raw_key, value in options.items():
+        key = _OPTION_ALIASES.get(str(raw_key).replace("-", "_").lower())
+        if key is None:
+            known = ", ".join(f.name for f in dataclasses.fields(CompileOptions))
+            raise UsageError(f"unknown compile option {raw_key!r} (known: {known})")
+        fields[key] = value
+    if "numerics" in fields and fields["numerics"] not in NUMERICS:
+        raise UsageError(f"option numerics: expected one of {', '.join(NUMERICS)}, got {fields['numerics']!r}")
+    for key in ("online_reduction", "optimization_remarks"):
+        if key in fields:
+            fields[key] = _as_bool(key, fields[key])
+    return dataclasses.replace(CompileOptions(), **fields)
+
+
+def options_dict(options: CompileOptions) -> dict[str, Any]:
+    return dataclasses.asdict(options)
+
+
+def check_target(target: Any) -> str:
+    """The canonical name of a known target (raises :class:`UsageError` otherwise)."""
+    from intent_eqsat.providers.targets import get_target
+
+    try:
+        return get_target(target).name
+    except Exception as err:  # UnknownTargetError (a KeyError) or a bad type
+        raise UsageError(str(err)) from None
+
+
+def check_provider(provider: str) -> str:
+    if provider not in PROVIDERS:
+        raise UsageError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
+    return provider
+
+
+# ------------------------------------------------------------------------------------------------- stages
+
+def load(source: "str | os.PathLike[str] | kir.KirModule", filename: str | None = None) -> kir.KirModule:
+    """A :class:`KirModule` from ``.kir`` text, a path to a ``.kir`` file, or a module (returned as is).
+
+    A string is a path when it names an existing file (or ends in ``.kir`` and has no newline), else KIR text.
+    Parse errors are located ``file:line:col`` (``filename`` names text input; paths name themselves)."""
+    if isinstance(source, kir.KirModule):
+        return source
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"no such file: {path}") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"cannot read {path}: {err}") from None
+        return kir.parse(text, filename=filename or str(source))
+    if not isinstance(source, str):
+        raise UsageError(f"source must be .kir text, a path or a KirModule, got {type(source).__name__}")
+    return kir.parse(source, filename=filename)
+
+
+def _looks_like_path(s: str) -> bool:
+    if "\n" in s or "{" in s:
+        return False
+    return s.endswith(".kir") or os.path.isfile(s)
+
+
+def verify_kir(module: kir.KirModule) -> None:
+    """The KIR verifier (SPEC PASS-5); raises :class:`~intent_eqsat.errors.KirError`."""
+    kir.verify(module)
+
+
+def construct(module: kir.KirModule, *, target: str, options: CompileOptions) -> ir.Module:
+    """The first complete GPU program (SPEC PASS-3.1) with its construction verifier."""
+    from intent_eqsat.construct import construct as _construct
+
+    return _construct(module, target=target, options=options)
+
+
+@dataclass
+class Optimized:
+    """What the optimize stage hands on: the program to serialize and what the optimizer said about it."""
+
+    program: ir.Module
+    cost: Any = None
+    candidates: list = field(default_factory=list)
+    remarks: list = field(default_factory=list)
+    report: dict = field(default_factory=dict)
+    params: dict | None = None
+    available: bool = False
+    raw: Any = None
+    status: str = "unavailable"        # "ran" | "unavailable" (no intent_eqsat.rules.optimize) | "skipped"
+
+
+def optimizer() -> Callable[..., Any] | None:
+    """``intent_eqsat.rules.optimize`` when the optimizer is built, else None."""
+    try:
+        rules = importlib.import_module("intent_eqsat.rules")
+    except ImportError:
+        return None
+    fn = getattr(rules, "optimize", None)
+    return fn if callable(fn) else None
+
+
+def rules_function(name: str) -> Callable[..., Any] | None:
+    """A function of ``intent_eqsat.rules`` (``list_rules``, ``show_rule``, ``audit``, ``diff`` ...) or None."""
+    try:
+        rules = importlib.import_module("intent_eqsat.rules")
+    except ImportError:
+        return None
+    fn = getattr(rules, name, None)
+    return fn if callable(fn) else None
+
+
+def rulebook_versions(rulebooks: Any = None) -> Any:
+    """``intent_eqsat.rules.rulebook_versions(rulebooks)`` (or ``RULEBOOK_VERSIONS``) when present, else
+    ``"none"``; a rulebook set that fails to load gives ``"unavailable: <error>"`` (its jobs then fail, located)."""
+    try:
+        rules = importlib.import_module("intent_eqsat.rules")
+    except Exception:  # the engine itself does not import: no versions (and no optimizer)
+        return "none"
+    fn = getattr(rules, "rulebook_versions", None)
+    if callable(fn):
+        try:
+            return to_plain(fn(rulebooks) if rulebooks is not None else fn())
+        except Exception as err:
+            return f"unavailable: {type(err).__name__}: {err}"
+    value = getattr(rules, "RULEBOOK_VERSIONS", None)
+    return to_plain(value) if value is not None else "none"
+
+
+def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebooks: Any = None) -> Optimized:
+    """Run the e-graph optimizer when it exists; otherwise pass the constructed program through with a remark."""
+    fn = optimizer()
+    if fn is None:
+        return Optimized(program=program, remarks=[NO_OPTIMIZER_REMARK])
+    res = fn(program, target=target, options=options, rulebooks=rulebooks)
+    report = getattr(res, "report", None)
+    report = dict(report) if isinstance(report, Mapping) else (to_plain(report) if report is not None else {})
+    if not isinstance(report, dict):
+        report = {"optimizer": report}
+    params = getattr(res, "params", None)
+    return Optimized(program=res.program, cost=getattr(res, "cost", None),
+                     candidates=list(getattr(res, "candidates", None) or []),
+                     remarks=list(getattr(res, "remarks", None) or []), report=report,
+                     params=dict(params) if params else None, available=True, raw=res, status="ran")
+
+
+def verify_gir(program: ir.Module) -> None:
+    """The shared GPU verifier (SPEC IR-10, PASS-5) on the program about to be serialized."""
+    ir.verify(program)
+
+
+def serializer(provider: str) -> Callable[..., str]:
+    """``intent_eqsat.providers.<provider>.serialize``; raises :class:`ProviderUnavailable` when not importable."""
+    check_provider(provider)
+    try:
+        mod = importlib.import_module(f"intent_eqsat.providers.{provider}")
+    except ImportError as err:
+        raise ProviderUnavailable(f"provider {provider!r} is not available: {err}") from None
+    fn = getattr(mod, "serialize", None)
+    if not callable(fn):
+        raise ProviderUnavailable(f"provider {provider!r} is not available: "
+                                  f"intent_eqsat.providers.{provider} has no serialize()")
+    return fn
+
+
+def serialize(program: ir.Module, *, provider: str, target: str, params: dict | None = None) -> dict[str, str]:
+    """Kernel name -> generated source, for every kernel of ``program`` in module order."""
+    fn = serializer(provider)
+    return {k.name: fn(program, k.name, target, params) for k in program.kernels}
+
+
+# --------------------------------------------------------------------------------------------------- run
+
+@dataclass
+class PipelineResult:
+    kir: kir.KirModule
+    constructed: ir.Module
+    optimized: Optimized
+    program: ir.Module
+    sources: dict[str, str]
+    timings: dict[str, float]
+    target: str
+    provider: str | None
+    options: CompileOptions
+    rulebooks: Any = None
+
+
+def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90", provider: str | None = "triton",
+        options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
+        filename: str | None = None, stop_after: str | None = None, optimize_program: bool = True,
+        on_stage: Callable[[str], None] | None = None) -> PipelineResult:
+    """Run the stages in order (``provider=None`` or ``stop_after="verify_gir"`` skips serialization;
+    ``optimize_program=False`` skips the optimize stage: the constructed program goes on, with a remark).
+
+    Timings (seconds, per stage) are in ``result.timings``; ``on_stage(name)`` is called as each stage starts. A
+    failing stage's error is re-raised after :func:`annotate`; its ``stage`` attribute names the stage."""
+    target = check_target(target)
+    opts = make_options(options)
+    if provider is not None:
+        check_provider(provider)
+    timings: dict[str, float] = {}
+    state: dict[str, Any] = {"module": None}
+
+    def stage(name: str, fn: Callable[[], Any]) -> Any:
+        if on_stage is not None:
+            on_stage(name)
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        except Exception as err:
+            annotate(err, name, state["module"], filename)
+            raise
+        finally:
+            timings[name] = time.perf_counter() - t0
+
+    module = stage("load", lambda: load(source, filename))
+    state["module"] = module
+    stage("verify_kir", lambda: verify_kir(module))
+    constructed = stage("construct", lambda: construct(module, target=target, options=opts))
+    if optimize_program:
+        optimized = stage("optimize", lambda: optimize(constructed, target=target, options=opts,
+                                                       rulebooks=rulebooks))
+    else:
+        optimized = Optimized(program=constructed, remarks=[SKIPPED_REMARK], status="skipped")
+    program = optimized.program
+    stage("verify_gir", lambda: verify_gir(program))
+    sources: dict[str, str] = {}
+    if provider is not None and stop_after not in ("optimize", "verify_gir"):
+        sources = stage("serialize", lambda: serialize(program, provider=provider, target=target,
+                                                       params=optimized.params))
+    return PipelineResult(kir=module, constructed=constructed, optimized=optimized, program=program,
+                          sources=sources, timings=timings, target=target, provider=provider, options=opts,
+                          rulebooks=rulebooks)
+
+
+# ------------------------------------------------------------------------------------------------ errors
+
+_ID_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
+
+
+def kir_location(err: BaseException, module: kir.KirModule | None, filename: str | None = None) \
+        -> SourceLocation | None:
+    """The KIR source position an error traces back to.
+
+    A :class:`SourceLocation` on the error is used as is. A program location (``kernel gemm, op #12 (load) from
+    gemm.s0.e3``) is mapped through the origin map: the most specific KIR id it names that has a position, else
+    the kernel it names. Without a module, only the error's own SourceLocation counts."""
+    loc = getattr(err, "location", None)
+    if isinstance(loc, SourceLocation):
+        return loc
+    if module is None:
+        return None
+    from intent_eqsat.kir.ids import index_by_id
+
+    text = " ".join(str(x) for x in (loc, getattr(err, "message", None)) if x)
+    if not text:
+        return None
+    index = index_by_id(module)
+    best: SourceLocation | None = None
+    for m in re.finditer(r"from\s+(" + _ID_TOKEN.pattern + ")", text):
+        node = index.get(m.group(1).rstrip("."))
+        if node is not None and getattr(node, "loc", None) is not None:
+            return node.loc
+    for tok in _ID_TOKEN.findall(text):
+        node = index.get(tok)
+        if node is not None and getattr(node, "loc", None) is not None and "." in tok:
+            return node.loc
+    for m in re.finditer(r"kernel\s+([A-Za-z_][A-Za-z0-9_]*)", text):
+        node = index.get(m.group(1))
+        if node is not None and getattr(node, "loc", None) is not None:
+            return node.loc
+    if isinstance(err, (ProviderUnavailable, UsageError)):
+        return None                  # not about the KIR text: reported at the file
+    if len(module.kernels) == 1 and module.kernels[0].loc is not None:
+        best = module.kernels[0].loc  # no finer position known: the kernel
+    return best
+
+
+def annotate(err: BaseException, stage: str, module: kir.KirModule | None, filename: str | None = None) -> None:
+    """Attach ``stage`` and ``kir_location`` to an error (once) and a note naming both."""
+    if getattr(err, "stage", None):
+        return
+    try:
+        err.stage = stage  # type: ignore[attr-defined]
+        loc = kir_location(err, module, filename)
+        err.kir_location = loc  # type: ignore[attr-defined]
+        if loc is not None and not isinstance(getattr(err, "location", None), SourceLocation):
+            err.add_note(f"(stage {stage}; from KIR at {loc})")
+        else:
+            err.add_note(f"(stage {stage})")
+    except (AttributeError, TypeError):  # an exception type that refuses attributes
+        pass
+
+
+def error_kind(err: BaseException) -> str:
+    """The kind reported for an error: the error class name for our errors, ``InternalError`` otherwise."""
+    if isinstance(err, IntentError):
+        return type(err).__name__
+    return "InternalError"
+
+
+def describe_error(err: BaseException, module: kir.KirModule | None = None, filename: str | None = None) -> dict:
+    """Plain data for reports: kind, stage, location (``file:line:col``), program location, message."""
+    loc = getattr(err, "kir_location", None) or kir_location(err, module, filename)
+    own = getattr(err, "location", None)
+    message = getattr(err, "message", None) if isinstance(err, IntentError) else f"{type(err).__name__}: {err}"
+    out = {
+        "kind": error_kind(err),
+        "stage": getattr(err, "stage", None),
+        "location": str(loc) if loc is not None else (filename or None),
+        "program_location": None if own is None or isinstance(own, SourceLocation) else str(own),
+        "message": str(message if message is not None else err),
+    }
+    from intent_eqsat.providers.errors import Unsupported
+
+    if isinstance(err, Unsupported):
+        out["unsupported_kind"] = err.kind  # the TGT-9 kind: a declared rejection, not a bug
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- plain data
+
+def to_plain(obj: Any, _depth: int = 0) -> Any:
+    """JSON-able data from optimizer results (dataclasses, mappings, objects with ``to_dict``), deterministic."""
+    if _depth > 40:
+        return repr(obj)
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj
+    if hasattr(obj, "to_dict") and callable(obj.to_dict):
+        return to_plain(obj.to_dict(), _depth + 1)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_plain(getattr(obj, f.name), _depth + 1) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): to_plain(v, _depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v, _depth + 1) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted((to_plain(v, _depth + 1) for v in obj), key=repr)
+    try:
+        import numpy as np
+
+        if isinstance(obj, np.generic):
+            return obj.item()
+    except ImportError:  # pragma: no cover
+        pass
+    return str(obj)
+
+
+def cost_total(cost: Any) -> float | None:
+    """A number for a predicted cost: the number itself, ``.total``, or ``["total"]``; None when unknown."""
+    if cost is None:
+        return None
+    if isinstance(cost, bool):
+        return None
+    if isinstance(cost, (int, float)):
+        return float(cost)
+    total = getattr(cost, "total", None)
+    if total is None and isinstance(cost, Mapping):
+        total = cost.get("total")
+    if callable(total):
+        total = total()
+    try:
+        return float(total) if total is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def cost_breakdown(cost: Any) -> dict[str, float]:
+    """Named cost terms (``.breakdown`` / ``.terms`` / a mapping / a dataclass's numeric fields)."""
+    if cost is None or isinstance(cost, (int, float)):
+        return {}
+    for attr in ("breakdown", "terms"):
+        value = getattr(cost, attr, None)
+        if callable(value):
+            value = value()
+        if isinstance(value, Mapping):
+            return {str(k): float(v) for k, v in value.items() if _is_number(v)}
+    if isinstance(cost, Mapping):
+        return {str(k): float(v) for k, v in cost.items() if k != "total" and _is_number(v)}
+    if dataclasses.is_dataclass(cost):
+        return {f.name: float(getattr(cost, f.name)) for f in dataclasses.fields(cost)
+                if f.name != "total" and _is_number(getattr(cost, f.name))}
+    return {}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def report_value(report: Mapping[str, Any] | None, *names: str) -> Any:
+    """The first of ``names`` present in an optimizer report (top level, or one level down)."""
+    if not report:
+        return None
+    for name in names:
+        if name in report and report[name] is not None:
+            return report[name]
+    for value in report.values():
+        if isinstance(value, Mapping):
+            for name in names:
+                if name in value and value[name] is not None:
+                    return value[name]
+    return None
+
+
+def egraph_size(report: Mapping[str, Any] | None) -> int | None:
+    """E-graph size (nodes) from an optimizer report: ``egraph_size`` / ``egraph_nodes`` / ``nodes``, or an
+    ``egraph`` mapping with ``nodes`` / ``size``."""
+    value = report_value(report, "egraph_size", "egraph_nodes", "num_nodes", "nodes")
+    if isinstance(value, Mapping):
+        value = value.get("nodes", value.get("size"))
+    if value is None and report and isinstance(report.get("egraph"), Mapping):
+        value = report["egraph"].get("nodes", report["egraph"].get("size"))
+    return int(value) if _is_number(value) else None
+
+
+__all__ = ["STAGES", "PROVIDERS", "NO_OPTIMIZER_REMARK", "NO_OPTIMIZER_MESSAGE", "SKIPPED_REMARK",
+           "ProviderUnavailable", "UsageError",
+           "make_options", "options_dict", "check_target", "check_provider", "load", "verify_kir", "construct",
+           "Optimized", "optimizer", "rules_function", "rulebook_versions", "optimize", "verify_gir", "serializer",
+           "serialize", "PipelineResult", "run", "kir_location", "annotate", "error_kind", "describe_error",
+           "to_plain", "cost_total", "cost_breakdown", "report_value", "egraph_size"]

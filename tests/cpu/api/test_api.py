@@ -1,0 +1,293 @@
+"""The Python API (issue 6 item 1): intent_eqsat.compile / optimize / CompiledKernel on real corpus kernels, the
+pipeline stages, located errors, and the optimizer plug-in contract (exercised with a stand-in optimizer)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import intent_eqsat
+from intent_eqsat import api, ir, kir, pipeline
+from intent_eqsat.errors import KirError, ParseError
+from intent_eqsat.ir.core import CompileOptions
+from intent_eqsat.kir.ids import index_by_id
+from intent_eqsat.providers.errors import Unsupported
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "examples" / "corpus"
+KERNELS = ["gemm", "softmax", "row_sum", "layernorm", "cumsum", "causal_attention"]
+OPTIMIZER = pipeline.optimizer() is not None
+
+
+def _triton_ok() -> bool:
+    try:
+        pipeline.serializer("triton")
+        return True
+    except pipeline.ProviderUnavailable:
+        return False
+
+
+needs_triton = pytest.mark.skipif(not _triton_ok(), reason="the Triton serializer is not importable yet")
+
+
+@pytest.fixture
+def no_optimizer(monkeypatch):
+    """The world before issue 4: intent_eqsat.rules has no optimize()."""
+    monkeypatch.setattr(pipeline, "optimizer", lambda: None)
+
+
+@needs_triton
+@pytest.mark.parametrize("name", KERNELS)
+def test_compiled_kernel_attributes_without_optimizer(name, no_optimizer):
+    ck = intent_eqsat.compile(CORPUS / f"{name}.kir", target="sm90", provider="triton")
+    assert isinstance(ck, api.CompiledKernel)
+    ir.verify(ck.program)                                   # .program: the verified GPU IR module
+    assert ck.kernel_name == name and ck.kernels == [name]
+    assert "@triton.jit" in ck.source and f"@{name}" in ck.source
+    assert ck.provider == "triton" and ck.target == "sm90"
+    assert ck.options == CompileOptions() and ck.program.options == ck.options
+    assert list(ck.report["phases"]) == list(pipeline.STAGES)   # time per phase, in pipeline order
+    assert all(t >= 0 for t in ck.report["phases"].values())
+    assert ck.report["optimizer_available"] is False and ck.optimizer_status == "unavailable"
+    assert ck.cost is None and ck.predicted_cost is None and ck.candidates == []
+    assert ck.remarks == [pipeline.NO_OPTIMIZER_REMARK]
+    assert ck.egraph_size is None and ck.rules_fired == {} and ck.groups == []
+    assert ir.print_module(ck.program) == ir.print_module(ck.constructed)
+    text = ck.explain()
+    assert text.startswith(f"kernel {name} (target sm90, provider triton")
+    assert "the optimizer (issue 4) is not available yet" in text and "no runner-up" in text
+
+
+@needs_triton
+@pytest.mark.skipif(not OPTIMIZER, reason="the optimizer (issue 4) is not available")
+@pytest.mark.parametrize("name", ["gemm", "softmax", "row_sum"])
+def test_compiled_kernel_attributes_with_the_optimizer(name):
+    ck = intent_eqsat.compile(CORPUS / f"{name}.kir")
+    ir.verify(ck.program)
+    assert ck.optimizer_status == "ran" and ck.report["optimizer_available"] is True
+    assert isinstance(ck.predicted_cost, float)
+    assert isinstance(ck.candidates, list) and isinstance(ck.remarks, list)
+    assert isinstance(ck.groups, list) and isinstance(ck.rules_fired, dict)
+    assert isinstance(ck.egraph_size, int)
+    assert list(ck.report["phases"]) == list(pipeline.STAGES)
+    assert "chosen program: predicted cost" in ck.explain()
+    again = intent_eqsat.compile(CORPUS / f"{name}.kir")
+    assert again.source == ck.source and ir.print_module(again.program) == ir.print_module(ck.program)
+
+
+@needs_triton
+def test_optimize_false_serializes_the_constructed_program():
+    ck = intent_eqsat.compile(CORPUS / "gemm.kir", optimize=False)
+    assert ck.optimizer_status == "skipped" and ck.remarks == [pipeline.SKIPPED_REMARK]
+    assert ir.print_module(ck.program) == ir.print_module(ck.constructed)
+    assert "optimization was skipped (optimize=False)" in ck.explain()
+    assert "optimize" not in ck.report["phases"]
+
+
+@needs_triton
+def test_source_forms_agree_and_are_deterministic(no_optimizer):
+    path = CORPUS / "softmax.kir"
+    text = path.read_text()
+    module = kir.parse(text, filename=str(path))
+    a = intent_eqsat.compile(path)
+    b = intent_eqsat.compile(str(path))
+    c = intent_eqsat.compile(text, filename=str(path))
+    d = intent_eqsat.compile(module)
+    assert a.source == b.source == c.source == d.source
+    assert ir.print_module(a.program) == ir.print_module(d.program)
+
+
+def test_optimize_returns_verified_program_and_honours_options(no_optimizer):
+    prog = intent_eqsat.optimize(CORPUS / "attention.kir", options={"numerics": "relaxed_normalization",
+                                                                   "online_reduction": "false"})
+    assert isinstance(prog, ir.Module)
+    ir.verify(prog)
+    assert prog.options == CompileOptions("relaxed_normalization", False, False)
+    opts = CompileOptions("source", True, True)
+    assert intent_eqsat.optimize(CORPUS / "gemm.kir", options=opts).options == opts
+
+
+def test_errors_are_typed_and_located(tmp_path):
+    bad = tmp_path / "bad.kir"
+    bad.write_text("kernel k(X: f32[M], Y: out f32[M]) {\n  Y[m] = X[m] +\n}\n")
+    with pytest.raises(ParseError) as ei:
+        intent_eqsat.compile(bad)
+    assert ei.value.stage == "load" and str(ei.value.kir_location) == f"{bad}:3:1"
+    bad.write_text("kernel k(X: f32[M], Y: out f32[M]) {\n  Y[m] = X[q]\n}\n")
+    with pytest.raises(KirError) as ei:
+        intent_eqsat.compile(bad)
+    assert ei.value.stage == "verify_kir" and str(ei.value.kir_location) == f"{bad}:2:12"
+
+
+def test_provider_error_is_mapped_to_kir_location(monkeypatch, no_optimizer):
+    """An Unsupported error located in the program (``kernel k, op #n (...) from <KIR id>``) is reported at the
+    KIR statement that op came from, through the origin map."""
+    from intent_eqsat.providers.errors import ProviderSurfaceUnsupported
+
+    def serialize(module, kernel_name, target, params=None):
+        raise ProviderSurfaceUnsupported("no spelling for this", f"kernel {kernel_name}, op #7 (load) from "
+                                                                 "softmax.s1.e2")
+
+    monkeypatch.setattr(pipeline, "serializer", lambda provider: serialize)
+    path = CORPUS / "softmax.kir"
+    with pytest.raises(Unsupported) as ei:
+        intent_eqsat.compile(path)
+    err = ei.value
+    assert err.stage == "serialize" and err.kind == "provider_surface"
+    node = index_by_id(kir.parse(path.read_text(), filename=str(path)))["softmax.s1.e2"]
+    assert str(err.kir_location) == str(node.loc) and node.loc.line == 4
+    d = pipeline.describe_error(err)
+    assert d["kind"] == "ProviderSurfaceUnsupported" and d["location"] == str(node.loc)
+    assert d["program_location"] == "kernel softmax, op #7 (load) from softmax.s1.e2"
+    assert d["unsupported_kind"] == "provider_surface"
+
+
+def test_usage_errors():
+    with pytest.raises(pipeline.UsageError, match="unknown provider"):
+        intent_eqsat.compile(CORPUS / "gemm.kir", provider="cuda")
+    with pytest.raises(pipeline.UsageError, match="unknown target"):
+        intent_eqsat.compile(CORPUS / "gemm.kir", target="sm1")
+    with pytest.raises(pipeline.UsageError, match="unknown compile option"):
+        intent_eqsat.compile(CORPUS / "gemm.kir", options={"fast_math": True})
+    with pytest.raises(pipeline.UsageError, match="no such file"):
+        intent_eqsat.compile("missing.kir")
+    with pytest.raises(pipeline.UsageError, match="no kernel named"):
+        intent_eqsat.compile(CORPUS / "gemm.kir", kernel="nope")
+
+
+def test_missing_provider_is_a_clean_stage_failure(monkeypatch, no_optimizer):
+    monkeypatch.setitem(sys.modules, "intent_eqsat.providers.cutile", None)   # import now raises ImportError
+    with pytest.raises(pipeline.ProviderUnavailable) as ei:
+        intent_eqsat.compile(CORPUS / "row_sum.kir", provider="cutile")
+    assert ei.value.stage == "serialize"
+    assert pipeline.describe_error(ei.value)["kind"] == "ProviderUnavailable"
+
+
+# ------------------------------------------------------------------------------ the optimizer plug-in contract
+
+@dataclasses.dataclass
+class _Cost:
+    total: float
+    breakdown: dict
+
+
+@dataclasses.dataclass
+class _Candidate:
+    cost: _Cost
+    params: dict
+
+
+@dataclasses.dataclass
+class _Result:
+    program: ir.Module
+    cost: _Cost
+    candidates: list
+    remarks: list
+    report: dict
+
+
+@pytest.fixture
+def fake_optimizer(monkeypatch):
+    """A stand-in for intent_eqsat.rules.optimize (issue 4) with the agreed result shape."""
+    calls = []
+
+    def optimize(program, *, target, options, rulebooks):
+        calls.append((target, options, rulebooks))
+        return _Result(program=program, cost=_Cost(10.0, {"memory": 6.0, "compute": 4.0}),
+                       candidates=[_Candidate(_Cost(12.5, {"memory": 9.0, "compute": 3.5}), {"BM": 64})],
+                       remarks=["softmax.s1: materialized (two consumers)"],
+                       report={"groups": ["blocking", "contraction"], "rules_fired": {"blocking.split": 3},
+                               "egraph_size": 1234, "phases": {"saturate": 0.5, "extract": 0.1}})
+
+    import intent_eqsat.rules as rules
+
+    monkeypatch.setattr(rules, "optimize", optimize, raising=False)
+    monkeypatch.setattr(rules, "rulebook_versions", lambda: {"blocking": "1"}, raising=False)
+    return calls
+
+
+@needs_triton
+def test_optimizer_result_flows_into_compiled_kernel(fake_optimizer):
+    ck = intent_eqsat.compile(CORPUS / "softmax.kir", rulebooks=["blocking"])
+    assert fake_optimizer == [("sm90", CompileOptions(), ["blocking"])]
+    assert ck.optimizer_available and ck.predicted_cost == 10.0
+    assert ck.candidates[0].params == {"BM": 64}
+    assert ck.remarks == ["softmax.s1: materialized (two consumers)"]
+    assert ck.egraph_size == 1234 and ck.rules_fired == {"blocking.split": 3}
+    assert ck.groups == ["blocking", "contraction"]
+    assert ck.report["optimize_phases"] == {"saturate": 0.5, "extract": 0.1}
+    assert list(ck.report["phases"]) == list(pipeline.STAGES)
+    text = ck.explain()
+    assert "chosen program: predicted cost 10" in text and "runner-up: predicted cost 12.5" in text
+    assert "+25.0%" in text and "memory" in text and "compute" in text
+    assert pipeline.rulebook_versions() == {"blocking": "1"}
+
+
+def test_no_optimizer_remark_when_absent(monkeypatch):
+    import intent_eqsat.rules as rules
+
+    monkeypatch.delattr(rules, "optimize", raising=False)
+    res = pipeline.run(CORPUS / "row_sum.kir", provider=None)
+    assert res.optimized.remarks == [pipeline.NO_OPTIMIZER_REMARK] and res.optimized.cost is None
+    assert res.program is res.constructed and res.optimized.report == {}
+
+
+# ------------------------------------------------------------------------------------ launching (CPU interpreter)
+
+_LAUNCH_SCRIPT = r'''
+import sys, numpy as np, torch, intent_eqsat
+from intent_eqsat import kir
+from intent_eqsat.kir.inputs import random_inputs
+path = sys.argv[1]
+ck = intent_eqsat.compile(path, provider="triton", optimize=sys.argv[2] == "1")
+module = kir.parse(open(path).read(), filename=path)
+inputs = random_inputs(module, ck.kernel_name, 3, lo=2, hi=7)
+copy = lambda v: v.copy() if isinstance(v, np.ndarray) else v
+ref = kir.evaluate(module, ck.kernel_name, {k: copy(v) for k, v in inputs.items()})
+tensors = {k: (torch.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+out = ck(**tensors)
+assert set(out) == set(ref), (out.keys(), ref.keys())
+for name, r in ref.items():
+    np.testing.assert_allclose(out[name].numpy(), r, rtol=1e-4, atol=1e-5)
+print("LAUNCHED", sorted(out))
+'''
+
+
+@needs_triton
+@pytest.mark.parametrize("optimize", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not OPTIMIZER, reason="the optimizer (issue 4) is not available"))], ids=["constructed", "optimized"])
+def test_call_launches_under_triton_interpreter(tmp_path, optimize):
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    import subprocess
+
+    script = tmp_path / "launch.py"
+    script.write_text(_LAUNCH_SCRIPT)
+    env = dict(os.environ, TRITON_INTERPRET="1", INTENT_EQSAT_GENERATED_DIR=str(tmp_path / "gen"))
+    argv = [sys.executable, str(script), str(CORPUS / "elementwise_chain.kir"), str(int(optimize))]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "LAUNCHED ['Y']" in proc.stdout
+    assert list((tmp_path / "gen").glob("elementwise_chain_*.py"))
+
+
+def test_launch_argument_mapping_reports_missing_and_extra(no_optimizer):
+    ck = api.CompiledKernel(program=intent_eqsat.optimize(CORPUS / "row_sum.kir"), sources={"row_sum": ""},
+                            kernel_name="row_sum", provider="triton", target="sm90", options=CompileOptions())
+
+    def launch(X, S, *, params=None, num_warps=4, num_stages=3):
+        return None
+
+    kernel = ck.program.kernel("row_sum")
+    assert api._launch_args(launch, {"X": 1, "S": 2, "num_warps": 8}, kernel) == {"X": 1, "S": 2, "num_warps": 8}
+    with pytest.raises(TypeError, match="missing S; unexpected Z"):
+        api._launch_args(launch, {"X": 1, "Z": 2}, kernel)
+
+
+def test_package_exports():
+    assert intent_eqsat.compile is api.compile and intent_eqsat.optimize is api.optimize
+    assert intent_eqsat.CompiledKernel is api.CompiledKernel
+    assert {"compile", "optimize", "CompiledKernel", "IntentError"} <= set(intent_eqsat.__all__)
