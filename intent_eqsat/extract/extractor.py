@@ -7,10 +7,10 @@ it stays fast on large e-graphs (DESIGN: egglog's Python cost callback is ~0.1 m
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
-from intent_eqsat.rules.egraph import Export
-from intent_eqsat.rules.sorts import SIGNATURES
+if TYPE_CHECKING:  # the rules package imports this module (optimize); import its pieces lazily to avoid a cycle
+    from intent_eqsat.rules.egraph import Export
 
 NodeCost = Callable[[str, dict, list[float]], float]
 
@@ -22,6 +22,7 @@ def size_cost(node_id: str, node: dict, child_costs: list[float]) -> float:
 
 def extract(export: Export, node_cost: NodeCost = size_cost) -> tuple[dict[str, str], dict[str, float]]:
     """``choice[eclass] = node id`` and ``cost[eclass]`` for every e-class with a finite-cost term."""
+    from intent_eqsat.rules.sorts import SIGNATURES
     nodes = export.nodes
     ecl = export.eclass_of or {nid: n["eclass"] for nid, n in nodes.items()}
     cost: dict[str, float] = {}

@@ -78,6 +78,26 @@ class ProgramCost:
     def __float__(self) -> float:
         return float(self.total)
 
+    # Costs compare by their total, with each other and with plain numbers.
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (int, float, ProgramCost)):
+            return float(self) == float(other)
+        return NotImplemented
+
+    def __lt__(self, other: object) -> bool:
+        return float(self) < float(other)  # type: ignore[arg-type]
+
+    def __le__(self, other: object) -> bool:
+        return float(self) <= float(other)  # type: ignore[arg-type]
+
+    def __gt__(self, other: object) -> bool:
+        return float(self) > float(other)  # type: ignore[arg-type]
+
+    def __ge__(self, other: object) -> bool:
+        return float(self) >= float(other)  # type: ignore[arg-type]
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 @dataclass(eq=False)
 class Candidate:

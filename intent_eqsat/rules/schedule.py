@@ -47,9 +47,9 @@ class Limits:
     group on one kernel. ``match_limit`` / ``ban_length`` drive the back-off scheduler."""
 
     max_nodes: int = 200_000
-    max_seconds: float = 8.0
+    max_seconds: float = 30.0
     max_total_seconds: float = 120.0
-    max_iterations: int = 100
+    max_iterations: int = 40
     match_limit: int = 1_000
     ban_length: int = 2
 
