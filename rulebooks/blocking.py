@@ -5,7 +5,7 @@ candidates (``TileCand``) at least as wide as its warp (``TargetInt("warp_size")
 
 Legality: one execution group whose effects are stores / unique scatters / scatter-reduces of values
 made of element-wise ops, constants, launch values, loads and gathers (with or without validity) and pure ordered
-loops carrying non-index values. Every construct without a lifting rule leaves
+loops carrying one non-index value whose bounds are uniform across the tile's lanes. Every construct without a lifting rule leaves
 its ``lift`` term unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program,
 so a rule never produces a partial program.
 
@@ -391,14 +391,19 @@ def _lift_rules():
                             Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(Ty.scalar(dt), Tys.nil())),
                                                      Stmts.nil(), _vals(y0), rya), Regions.nil())),
                    0, Ty.scalar(dt))
-    add("demand_for", rule(eq(y).to(lift(loop, own))).then(lift(x, own), lift(y0, own)),
-        "lift the loop's initial value and its yield")
+    add("demand_for", rule(eq(y).to(lift(loop, own))).then(lift(x, own), lift(y0, own), lift(lb_, own),
+                                                           lift(ub_, own), lift(st_, own)),
+        "lift the loop's bounds, initial value and yield")
     add("lift_loop_acc", rule(eq(y).to(lift(Val.arg(d, 1, Ty.scalar(dt)), own)), ne(d).to(i64(0)),
                               ne(d).to(i64(1)), ne(dt).to(String("index"))).then(
         union(y).with_(Val.arg(d, 1, frag_ty(dt, full, tiles)))),
         "inside a lifted loop its accumulator argument is a lane fragment")
+    # Legality: the trip range must be the same for every lane (a scan's `for k in [0, j+1)` over a blocked j is
+    # not: its bounds vary per lane, so it has no lifting and the kernel stays at scalar ownership).
     add("lift_for", rule(eq(y).to(lift(loop, own)), eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
                          eq(lb).to(lift(y0, own)), eq(mb).to(MaskOf(lb)),
+                         eq(MaskOf(lift(lb_, own))).to(i64(0)), eq(MaskOf(lift(ub_, own))).to(i64(0)),
+                         eq(MaskOf(lift(st_, own))).to(i64(0)),
                          ne(dt).to(String("index"))).then(
         union(y).with_(Val.res(Multi.op(
             "for", _vals(lb_, ub_, st_, bcast_to(la, ma, full, tiles)), attrs,

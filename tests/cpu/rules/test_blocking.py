@@ -77,3 +77,14 @@ def test_a_program_the_rules_cannot_lift_stays_scalar_and_correct():
     assert [str(e) for e in k.space.segments[0].extents] == ["M"]
     ir.verify(result.program)
     _check(module, result.program)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumsum_exclusive", "cumsum_reversed", "cumprod"])
+def test_loops_whose_bounds_vary_per_lane_are_not_lifted(name):
+    """A scan's point loop `for k in [0, j+1)` has a per-lane trip range once j is blocked: lifting it with
+    uniform bounds computed the wrong prefix (found on the H200, 2026-11-29). The optimized program must still
+    equal the reference."""
+    module = _load(name)
+    result = optimize(construct(module), target="sm90")
+    ir.verify(result.program)
+    _check(module, result.program, seed=7)
