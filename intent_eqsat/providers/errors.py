@@ -55,6 +55,21 @@ class CompilationCostUnsupported(Unsupported):
     kind = "compilation_cost"
 
 
+#: source lines of the error a generated launcher raises when the launch needs more than the target allows (a grid
+#: over the limit): a generated module imports only its provider and torch (SPEC TGT-8), so it defines its own
+#: mirror of :class:`HardwareCapabilityUnsupported` (same ``kind``, ``reason``, ``location`` and message form)
+LAUNCH_ERROR_SOURCE = (
+    "class HardwareCapabilityUnsupported(RuntimeError):",
+    '    """The launch needs more than the target allows (SPEC TGT-9 kind hardware_capability); raised by launch()."""',
+    "",
+    "    kind = 'hardware_capability'",
+    "",
+    "    def __init__(self, reason, location):",
+    "        self.reason, self.location = reason, location",
+    "        super().__init__(f'{location}: [unsupported: hardware_capability] {reason}')",
+)
+
+
 class UnknownTargetError(IntentError, KeyError):
     """``get_target`` was asked for a name it does not know."""
 
@@ -62,5 +77,5 @@ class UnknownTargetError(IntentError, KeyError):
         return IntentError.__str__(self)
 
 
-__all__ = ["KINDS", "Unsupported", "SharedLegalityUnsupported", "ProviderSurfaceUnsupported",
+__all__ = ["KINDS", "LAUNCH_ERROR_SOURCE", "Unsupported", "SharedLegalityUnsupported", "ProviderSurfaceUnsupported",
            "HardwareCapabilityUnsupported", "CompilationCostUnsupported", "UnknownTargetError"]

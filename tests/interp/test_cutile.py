@@ -315,3 +315,42 @@ def test_bf16_atomic_add_before_sm90_is_hardware_capability() -> None:
         a for a in SM90.atomics if a.kind != "add"))
     with pytest.raises(HardwareCapabilityUnsupported, match="atomic add on f32"):
         serialize(module, "k", no_float_add)
+
+
+# -- shape symbols solved from product extents, self-contained launchers --------------------------------------------
+
+def test_group_mean_product_extent_symbol_is_solved_and_exports(tmp_path) -> None:
+    # X: f32[N, G*CPG] with G bound by Mean's axis 1: CPG appears only inside a product extent; the legalizer binds
+    # it by division (the IR interpreter's and the Triton launcher's rule), the kernel reads the exact quotient and
+    # the launcher checks divisibility first
+    torch = pytest.importorskip("torch")
+    from intent_eqsat import kir
+    from intent_eqsat.construct import construct
+    path = ROOT / "examples" / "corpus" / "group_mean.kir"
+    module = construct(kir.parse(path.read_text(), filename=str(path)), target="sm90")
+    plan = legalize(module, "group_mean", "sm90")
+    view, axis, others = plan.shape_products["CPG"]
+    assert (view, axis) == ("X", 1) and [str(f) for f in others] == ["G"]
+    out = export(module, "group_mean", "sm90", None, tmp_path)
+    assert_bytecode(out)
+    src = out.with_suffix(".py").read_text()
+    assert "(X.shape[1] // (Mean.shape[1]))" in src
+    assert "intent_eqsat" not in src.split("\n", 1)[1]          # only the header comment names the package
+    mod = load_source(out.with_suffix(".py"))
+    assert mod.grid(torch.zeros(3, 5 * 7), torch.zeros(3, 5)) == (3, 5)
+    with pytest.raises(ValueError, match="not a positive multiple"):
+        mod.launch(None, torch.zeros(3, 36), torch.zeros(3, 5))
+    with pytest.raises(ValueError, match="not a positive multiple"):
+        mod.launch(None, torch.zeros(3, 0), torch.zeros(3, 0))
+
+
+def test_launcher_grid_limit_error_is_defined_in_the_generated_module(monkeypatch) -> None:
+    torch = pytest.importorskip("torch")
+    from intent_eqsat.errors import IntentError
+    gemm = load_source_for(gemm_module(), "gemm", GEMM_PARAMS)
+    monkeypatch.setattr(gemm, "MAX_GRID", (1, 65535, 65535))
+    a, b, c = (torch.zeros(*s, dtype=torch.float16) for s in ((100, 40), (40, 130), (100, 130)))
+    with pytest.raises(gemm.HardwareCapabilityUnsupported) as err:
+        gemm.launch(None, a, b, c)
+    assert err.value.kind == "hardware_capability" and "allows 1" in err.value.reason
+    assert err.value.location == "kernel gemm" and not isinstance(err.value, IntentError)

@@ -87,3 +87,26 @@ def test_loader_imports_from_the_file(tmp_path, monkeypatch) -> None:
     assert mod.__file__ == str((tmp_path / (source_name("gemm", src) + ".py")).resolve())
     assert load_source(src, tmp_path, "gemm") is mod
     assert mod.KERNEL_NAME == "gemm" and callable(mod.launch)
+
+
+def test_generated_module_is_self_contained(tmp_path, monkeypatch) -> None:
+    # a generated module imports only triton (and torch inside launch): even the grid-limit error is its own class
+    pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    from intent_eqsat.errors import IntentError
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    src = serialize(parse_module(GEMM.read_text()), "gemm", "sm90")
+    imported = set()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported == {"triton", "torch"}
+    mod = load_source(src, tmp_path, "gemm")
+    monkeypatch.setattr(mod, "MAX_GRID", 1)
+    a, b, c = (torch.zeros(*s, dtype=torch.float16) for s in ((100, 40), (40, 130), (100, 130)))
+    with pytest.raises(mod.HardwareCapabilityUnsupported) as err:
+        mod.launch(a, b, c)
+    assert err.value.kind == "hardware_capability" and "exceed the grid limit 1" in err.value.reason
+    assert err.value.location == "kernel gemm" and not isinstance(err.value, IntentError)

@@ -160,6 +160,9 @@ class KernelPlan:
     grid: GridPlan | None = None
     scalars: list[str] = field(default_factory=list)
     shape_binding: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: symbols that only appear inside a product extent (``CPG`` of ``[N, G * CPG]``): view, axis, other factors;
+    #: the launcher checks divisibility and binds ``CPG = X.shape[1] // G``, the kernel reads the same quotient
+    shape_products: dict[str, tuple[str, int, tuple[LaunchExpr, ...]]] = field(default_factory=dict)
     defs: dict[str, Op] = field(default_factory=dict)
     arg_owner: dict[str, tuple[Op, int, int]] = field(default_factory=dict)
     accesses: dict[int, AccessPlan] = field(default_factory=dict)
@@ -247,6 +250,16 @@ def subst_params(e: LaunchExpr, params: dict[str, int]) -> LaunchExpr:
     return e
 
 
+def _product_factors(e: LaunchExpr) -> list[LaunchExpr] | None:
+    """The Sym/Const factors of a pure product, or None."""
+    if isinstance(e, (Sym, Const)):
+        return [e]
+    if isinstance(e, BinOp) and e.op == "*":
+        a, b = _product_factors(e.lhs), _product_factors(e.rhs)
+        return None if a is None or b is None else a + b
+    return None
+
+
 def param_only(e: LaunchExpr, params: dict[str, int]) -> bool:
     if isinstance(e, Sym):
         return e.name in params
@@ -295,6 +308,28 @@ class _Checker:
                 if isinstance(e, Sym) and e.name not in p.params and e.name not in p.scalars \
                         and e.name not in p.shape_binding and not a.private:
                     p.shape_binding[e.name] = (a.name, axis)
+        # a symbol appearing only inside a product extent is bound by division once its co-factors are known (the
+        # IR interpreter's and the Triton launcher's rule), e.g. CPG of view<f32, [N, G * CPG]> with G bound by
+        # another view
+        known = set(p.params) | set(p.scalars) | set(p.shape_binding)
+        progress = True
+        while progress:
+            progress = False
+            for a in k.abi:
+                if not a.is_view or a.private:
+                    continue
+                for axis, e in enumerate(a.value.type.shape):
+                    factors = _product_factors(e)
+                    if factors is None or len(factors) < 2:
+                        continue
+                    unknown = [f for f in factors if isinstance(f, Sym) and f.name not in known]
+                    if len(unknown) != 1:
+                        continue
+                    name = unknown[0].name
+                    p.shape_products[name] = (a.name, axis, tuple(f for f in factors if f is not unknown[0]))
+                    p.shape_binding[name] = (a.name, axis)
+                    known.add(name)
+                    progress = True
         for a in k.abi:
             if a.is_view:
                 for e in a.value.type.shape:
@@ -374,8 +409,9 @@ class _Checker:
         p = self.p
         if isinstance(e, Sym):
             if e.name not in p.params and e.name not in p.scalars and e.name not in p.shape_binding:
-                raise self.shared(f"{what}: symbol {e.name!r} is not a declared parameter, an ABI scalar or the shape "
-                                  f"symbol of a public view axis (SPEC IR-3.1)", op)
+                raise self.shared(f"{what}: symbol {e.name!r} is not a declared parameter, an ABI scalar, the shape "
+                                  f"symbol of a public view axis or the one unknown factor of a public view's product "
+                                  f"extent (SPEC IR-3.1)", op)
             return
         if isinstance(e, (Dim, Stride)):
             a = self.views.get(e.view)

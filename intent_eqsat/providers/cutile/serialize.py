@@ -31,12 +31,13 @@ import numpy as np
 
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Module, Op, Region, Value
-from intent_eqsat.ir.launch import BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet, total
+from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
+                                    format_launch_expr, total)
 from intent_eqsat.ir.spec import access_layout
 from intent_eqsat.ir.types import FragmentType, Type
 from intent_eqsat.providers.cutile.legalize import (MAX_EXPANSION_NUMEL, MAX_TILE_ELEMENTS, ORDERS, SCOPES,
                                                     AccessPlan, IndexTerm, KernelPlan, legalize)
-from intent_eqsat.providers.errors import SharedLegalityUnsupported
+from intent_eqsat.providers.errors import LAUNCH_ERROR_SOURCE, SharedLegalityUnsupported
 from intent_eqsat.providers.targets import Target
 
 CT_DTYPES = {"i1": "ct.bool_", "i8": "ct.int8", "i16": "ct.int16", "i32": "ct.int32", "i64": "ct.int64",
@@ -55,7 +56,7 @@ _BITWISE = {"and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}
 _RESERVED = set(keyword.kwlist) | {"ct", "math", "range", "min", "max", "float", "int", "bool", "tuple", "len",
                                    "print", "stream", "torch", "grid", "launch", "kernel_signature", "KERNEL",
                                    "KERNEL_NAME", "PARAMS", "GRID_FORM", "MAX_GRID", "GPU_CODE", "ABI", "True",
-                                   "False", "None"}
+                                   "False", "None", "RuntimeError", "ValueError", "HardwareCapabilityUnsupported"}
 
 
 def serialize(module: Module, kernel_name: str, target: "Target | str", params: dict[str, int] | None = None, *,
@@ -173,6 +174,10 @@ class _Printer:
                 ident = self.names[e.name]
                 return ident if dt in ("i64", "index", "i1") else f"ct.int64({ident})"
             view, axis = self.p.shape_binding[e.name]
+            if e.name in self.p.shape_products:         # the launcher checked divisibility: an exact quotient
+                others = self.p.shape_products[e.name][2]
+                known = " * ".join(self.kle(f) for f in others)
+                return f"({self.names[view]}.shape[{axis}] // ({known}))"
             return f"{self.names[view]}.shape[{axis}]"
         if isinstance(e, Dim):
             return f"{self.names[e.view]}.shape[{e.axis}]"
@@ -245,6 +250,9 @@ class _Printer:
             f"GPU_CODE = {p.target.cutile_arch!r}",
             f"GRID_FORM = {p.grid.form!r}",
             f"MAX_GRID = {tuple(p.target.max_grid)!r}",
+            "",
+            "",
+            *LAUNCH_ERROR_SOURCE,
             "",
             "",
         ]
@@ -1119,6 +1127,16 @@ class _Printer:
         # shape symbols and checks
         bind = []
         for sym, (view, axis) in p.shape_binding.items():
+            if sym in p.shape_products:
+                # a symbol only inside a product extent: divisibility check, then the quotient (Triton's launcher)
+                nm = self.names[view]
+                known = " * ".join(self.hle(f) for f in p.shape_products[sym][2])
+                whole = format_launch_expr(self.types[view].shape[axis])
+                bind.append(f"    if ({known}) <= 0 or {nm}.shape[{axis}] % ({known}) != 0:")
+                bind.append(f"        raise ValueError(f\"argument {view} has extent {{{nm}.shape[{axis}]}} on axis "
+                            f"{axis}, not a positive multiple of the known factors of its extent {whole}\")")
+                bind.append(f"    {self.sym_names[sym]} = int({nm}.shape[{axis}]) // ({known})")
+                continue
             bind.append(f"    {self.sym_names[sym]} = int({self.names[view]}.shape[{axis}])")
         out += [f"def grid({', '.join(public)}):",
                 '    """The launched grid: the program space\'s LaunchExprs on the arguments (SPEC IR-3.1)."""']
@@ -1177,8 +1195,9 @@ class _Printer:
         out.append(f"    _grid = grid({', '.join(public)})")
         out.append("    for _axis, (_count, _limit) in enumerate(zip(_grid, MAX_GRID)):")
         out.append("        if _count > _limit:")
-        out.append("            raise ValueError(f\"grid axis {_axis} has {_count} programs; the target allows \"")
-        out.append("                             f\"{_limit}\")")
+        out.append("            raise HardwareCapabilityUnsupported(f\"grid axis {_axis} has {_count} programs; the \"")
+        out.append(f"                                                f\"target {p.target.name} allows {{_limit}}\", "
+                   f"'kernel {k.name}')")
         out.append("    if min(_grid) <= 0:")
         out.append("        return")
         call_args = [self.names[a.name] for a in k.abi] + [str(p.params[pd.name]) for pd in p.module.params]

@@ -34,7 +34,7 @@ from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, 
                                     format_launch_expr)
 from intent_eqsat.ir.spec import access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, Type
-from intent_eqsat.providers.errors import SharedLegalityUnsupported, Unsupported
+from intent_eqsat.providers.errors import LAUNCH_ERROR_SOURCE, SharedLegalityUnsupported, Unsupported
 from intent_eqsat.providers.targets import Target, get_target
 from intent_eqsat.providers.triton.legalize import SCOPES, SEMS, KernelPlan, legalize
 
@@ -55,7 +55,8 @@ _LE_CMP = ("==", "!=", "<", "<=", ">", ">=")
 _RESERVED = {"tl", "triton", "libdevice", "torch", "range", "float", "int", "bool", "min", "max", "len", "print",
              "isinstance", "getattr", "tuple", "dict", "type", "launch", "params", "num_warps", "num_stages",
              "KERNEL", "KERNEL_NAME", "TARGET", "PARAMS", "PARAM_CANDIDATES", "CONFIGS", "SIGNATURE",
-             "LAUNCH_OPTIONS", "MAX_GRID", "ValueError", "TypeError"}
+             "LAUNCH_OPTIONS", "MAX_GRID", "ValueError", "TypeError", "RuntimeError",
+             "HardwareCapabilityUnsupported"}
 #: libdevice-backed precise functions (interpreter: the tl.math function of the same name, run by NumPy)
 _LIBDEVICE = ("exp", "exp2", "log", "log2", "sin", "cos", "erf")
 _APPROX = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sin": "tl.sin", "cos": "tl.cos",
@@ -532,6 +533,9 @@ class _Printer:
         out.append('_INF = tl.constexpr(float("inf"))')
         out.append('_NEG_INF = tl.constexpr(float("-inf"))')
         out.append('_NAN = tl.constexpr(float("nan"))')
+        out.append("")
+        out.append("")
+        out.extend(LAUNCH_ERROR_SOURCE)
         for h in _HELPER_ORDER:
             if h in self.helpers:
                 out.append("")
@@ -654,7 +658,6 @@ class _Printer:
                 L.append(f"    {i} = {self.launcher_le(a.producer)}  # compiler-private scalar")
         L.append(f"    _grid = {self.launcher_le(k.space.grid)}")
         L.append("    if _grid > MAX_GRID:")
-        L.append("        from intent_eqsat.providers.errors import HardwareCapabilityUnsupported")
         L.append(f"        raise HardwareCapabilityUnsupported(f'{{_grid}} programs exceed the grid limit {{MAX_GRID}} "
                  f"of {p.target.name}', 'kernel {k.name}')")
         L.append("    if _grid <= 0:")
