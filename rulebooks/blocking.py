@@ -24,7 +24,6 @@ extents are candidate literals, accesses well-typed).
 """
 from __future__ import annotations
 
-from itertools import combinations
 
 from egglog import Bool, String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, set_, union, var, vars_
 
@@ -258,7 +257,7 @@ def _lift_rules():
     a, vo = vars_("a vo", A)
     tiles = var("tiles", LEs)
     d, k, i, seq, ma, mb, mc, mo, full, rd = vars_("d k i seq ma mb mc mo full rd", i64)
-    ts = var("ts", Tys)
+
     t = var("t", Ty)
     s_, ss = vars_("s_ ss", Stmts)
     regs = var("regs", Regions)

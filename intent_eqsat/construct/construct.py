@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from intent_eqsat.construct.emitter import Emitter
 from intent_eqsat.construct.lower import INDEX, I1, Env, Lowerer, gpu_dtype, poly_to_launch
 from intent_eqsat.errors import ConstructionError
-from intent_eqsat.ir.builder import KernelBuilder, ModuleBuilder, RegionBuilder
+from intent_eqsat.ir.builder import ModuleBuilder, RegionBuilder
 from intent_eqsat.ir.core import CompileOptions, Module, Value
 from intent_eqsat.ir.types import ScalarType
 from intent_eqsat.ir.verify import verify

@@ -26,7 +26,7 @@ from intent_eqsat.errors import ConstructionError
 from intent_eqsat.construct.emitter import Emitter
 from intent_eqsat.ir.core import Value
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Sym
-from intent_eqsat.ir.types import FragmentType, ScalarType
+from intent_eqsat.ir.types import ScalarType
 from intent_eqsat.kir import dtypes as kdt
 from intent_eqsat.kir import model as m
 from intent_eqsat.kir.infer import BUILTIN_COMBINERS, KernelFacts, ModuleFacts

@@ -7,7 +7,7 @@ it stays fast on large e-graphs (DESIGN: egglog's Python cost callback is ~0.1 m
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # the rules package imports this module (optimize); import its pieces lazily to avoid a cycle
     from intent_eqsat.rules.egraph import Export

@@ -13,7 +13,7 @@ from typing import Any
 from egglog import EGraph
 
 from intent_eqsat.ir.core import Kernel
-from intent_eqsat.rules.encode import Provenance, encode_kernel
+from intent_eqsat.rules.encode import encode_kernel
 from intent_eqsat.rules.sorts import CONSTRUCTORS, SIGNATURES
 from intent_eqsat.rules.terms import T, to_egglog_program
 

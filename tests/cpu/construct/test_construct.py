@@ -78,7 +78,10 @@ def test_scalar_ownership_and_ordered_reduction_loop():
     assert [str(e) for e in seg.extents] == ["M", "N"]
     loops = [op for op in walk(k.body) if op.name == "for"]
     assert len(loops) == 1
-    assert str(loops[0].operands[1]) and loops[0].results[0].type.dtype == "f32"
+    defs = {op.results[0].name: op for op in walk(k.body) if len(op.results) == 1}
+    ub = defs[loops[0].operands[1].name]
+    assert ub.name == "launch" and str(ub.attrs["expr"]) == "K"       # the loop runs over the K extent
+    assert loops[0].results[0].type.dtype == "f32"
     assert {a.name: a.access for a in k.abi} == {"A": "read", "B": "read", "C": "write"}
 
 
