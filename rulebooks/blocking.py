@@ -24,10 +24,13 @@ extents are candidate literals, accesses well-typed).
 """
 from __future__ import annotations
 
+import itertools
 
-from egglog import Bool, String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, set_, union, var, vars_
+from egglog import Bool, String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
+    set_, union, var, vars_
 
 from intent_eqsat.rules.facts import TargetInt, TileCand  # target facts, asserted by the optimizer
+from intent_eqsat.rules.terms import T as _Term, cons_list, t as _T
 from intent_eqsat.rules.sorts import A, AMap, As, LE, LEs, Multi, Region, Regions, Seg, Segs, KernelT, Stmt, \
     Stmts, Strs, Ty, Tys, Val, Vals
 
@@ -52,9 +55,9 @@ _ELEMENTWISE = {
         "cmp"),
     3: ("select",),
 }
-_FILL = (("f16", A.float_("0.0")), ("bf16", A.float_("0.0")), ("f32", A.float_("0.0")), ("f64", A.float_("0.0")),
-         ("i8", A.int_(0)), ("i16", A.int_(0)), ("i32", A.int_(0)), ("i64", A.int_(0)), ("u8", A.int_(0)),
-         ("u16", A.int_(0)), ("u32", A.int_(0)), ("u64", A.int_(0)), ("i1", A.bool_(0)))
+_FILL_T = tuple((fdt, _T("AFloat", "0.0")) for fdt in ("f16", "bf16", "f32", "f64")) + \
+    tuple((idt, _T("AInt", 0)) for idt in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")) + \
+    (("i1", _T("ABool", 0)),)
 INDEX = Ty.scalar("index")
 
 
@@ -83,8 +86,17 @@ def AxesMask(axes: Strs) -> i64:
     """Bitmask of axis labels ``b0``, ``b1``, ``b2``."""
 
 
-#: op names lifted element-wise (asserted for the ops of ``_ELEMENTWISE`` when a lift meets them)
+#: constant tables (seeded per kernel by ``seed``; the rules are parameterized by them instead of being generated
+#: per op / mask / dtype, which keeps egglog's per-iteration cost down)
+#: op names lifted element-wise
 Elementwise = relation("Elementwise", String)
+#: value reads lifted with tail validity (load, gather) and effects lifted per lane (store, scatter, scatter_reduce)
+ReadOp = relation("BlockReadOp", String)
+WriteOp = relation("BlockWriteOp", String)
+#: the zero fill attribute of an element type
+ZeroOf = relation("BlockZeroOf", String, A)
+#: BcastDims(sub, mask, dims): a value over axes ``sub`` broadcast to axes ``mask`` takes ``dims``
+BcastDims = relation("BlockBcastDims", i64, i64, A)
 #: the reduction context made for a reduction loop with reduction tile TK
 #: lift the listed values in the context (creates their ``lift`` terms so that mask-reading rules can match)
 Demand = relation("Demand", Vals, LiftCtx)
@@ -115,8 +127,8 @@ def nth(vs: Vals, i: i64Like) -> Val: ...
 
 
 @function
-def zero_of(dt: String) -> A:
-    """The zero fill attribute of an element type."""
+def ctx_tiles(c: LiftCtx) -> LEs:
+    """The tile sizes (T_b0, T_b1, T_b2) of a lifting context."""
 
 
 @function
@@ -214,7 +226,7 @@ def _ownership_rules():
         kernel = KernelT.make(kname, segs, lau, body)
         tvars = (t1,) if rank == 1 else (t0, t1)
         blocked = list(range(rank - len(tvars), rank))
-        tiles = [LE.int_(t) for t in tvars] + [LE.int_(1)] * (NBITS - len(tvars))
+        tiles = [LE.int_(t) for t in tvars] + [LE.int_(1)] * (NBITS - len(tvars))   # b2 is 1 (unblocked)
         coords, tails = [], []
         for axis in range(rank):
             if axis in blocked:
@@ -250,13 +262,16 @@ def _ownership_rules():
 # ------------------------------------------------------------------------------------------------- lift
 
 def _lift_rules():
+    """The structural support of the rewrites: lifting values and effects over a context (table-driven: one rule
+    per construct shape, parameterized by seeded relations, because egglog's per-iteration cost grows with the
+    number of rules times the table sizes)."""
     dt, key, nm = vars_("dt key nm", String)
     x, y, z, v, o, la, lb, lc, w = vars_("x y z v o la lb lc w", Val)
     xs, rest, coords, tails = vars_("xs rest coords tails", Vals)
     attrs, m = vars_("attrs m", AMap)
-    a, vo = vars_("a vo", A)
+    a, vo, dims, zf = vars_("a vo dims zf", A)
     tiles = var("tiles", LEs)
-    d, k, i, seq, ma, mb, mc, mo, full, rd = vars_("d k i seq ma mb mc mo full rd", i64)
+    d, k, i, seq, ma, mb, mc, mo, full, sub, msk = vars_("d k i seq ma mb mc mo full sub msk", i64)
 
     t = var("t", Ty)
     s_, ss = vars_("s_ ss", Stmts)
@@ -274,6 +289,8 @@ def _lift_rules():
     add("nth0", rewrite(nth(Vals.cons(x, rest), 0)).to(x), "nth(x:rest, 0) = x")
     add("nth_succ", rewrite(nth(Vals.cons(x, rest), i)).to(nth(rest, i - 1), ne(i).to(i64(0))),
         "nth(x:rest, i) = nth(rest, i-1)")
+    # contexts: every lifting rule reads the context's tile sizes through ctx_tiles
+    add("ctx_tiles_own", rule(eq(c).to(own)).then(union(ctx_tiles(c)).with_(tiles)), "tiles of an ownership ctx")
     # types: element type and axis mask of every value, read from its type
     add("axes_nil", rule(eq(ax).to(Strs.nil())).then(set_(AxesMask(ax)).to(0)), "no axes")
     for b in range(NBITS):
@@ -285,29 +302,23 @@ def _lift_rules():
             set_(DtypeOf(v)).to(dt), set_(MaskOf(v)).to(0)), "a scalar is uniform over the tile")
         add(f"type_frag_{kind}", rule(eq(v).to(pat), eq(t).to(Ty.frag_axes(dt, sh, ax)), eq(mo).to(AxesMask(ax)))
             .then(set_(DtypeOf(v)).to(dt), set_(MaskOf(v)).to(mo)), "a fragment ranges over its axes")
-    # types over masks, broadcasts between masks, tail masks
+    # types over masks, broadcasts between masks (dims from the seeded BcastDims table), tail masks
     tiles_pat = _les(*tl)
     for mask in ALL_MASKS:
-        bits = _bits(mask)
         add(f"frag_ty_{mask}", rewrite(frag_ty(dt, mask, tiles_pat)).to(
-            Ty.scalar(dt) if mask == 0 else _frag(dt, mask, tl)), f"the type over axes {bits}")
-        for sub in ALL_MASKS:
-            if sub & ~mask:
-                continue
-            if sub == mask:
-                add(f"bcast_same_{mask}", rewrite(bcast_to(x, mask, mask, tiles)).to(x), "broadcast to itself")
-                continue
-            dims = [_bits(mask).index(b) for b in _bits(sub)]
-            add(f"bcast_{sub}_{mask}", rule(eq(y).to(bcast_to(x, sub, mask, tiles_pat)), eq(dt).to(DtypeOf(x)))
-                .then(union(y).with_(Val.op("broadcast", _vals(x), _amap(dims=_ints(dims)), _frag(dt, mask, tl)))),
-                f"broadcast from axes {_bits(sub)} to {bits}")
+            Ty.scalar(dt) if mask == 0 else _frag(dt, mask, tl)), f"the type over axes {_bits(mask)}")
+    add("bcast_same", rewrite(bcast_to(x, msk, msk, tiles)).to(x), "broadcast to itself")
+    add("bcast", rule(eq(y).to(bcast_to(x, sub, msk, tiles)), BcastDims(sub, msk, dims), eq(dt).to(DtypeOf(x))).then(
+        union(y).with_(Val.op("broadcast", _vals(x), AMap.cons("dims", dims, AMap.nil()), frag_ty(dt, msk, tiles)))),
+        "broadcast from a subset of the tile axes")
+    for mask in ALL_MASKS:
         if not mask:
             continue
         expr = None
-        for b in bits:
+        for b in _bits(mask):
             one = bcast_to(nth(tails, b), 1 << b, mask, tiles)
             expr = one if expr is None else Val.op("and", _vals(expr, one), AMap.nil(), frag_ty("i1", mask, tiles))
-        add(f"tail_own_{mask}", rewrite(tail(mask, own)).to(expr), f"tail validity over axes {bits}")
+        add(f"tail_own_{mask}", rewrite(tail(mask, own)).to(expr), f"tail validity over axes {_bits(mask)}")
     # demand: lifting an op lifts its operands first
     add("demand_op", rule(eq(y).to(lift(Val.op(nm, xs, attrs, t), c))).then(Demand(xs, c)), "lift operands")
     add("demand_cons", rule(Demand(Vals.cons(x, rest), c)).then(lift(x, c), Demand(rest, c)), "lift each operand")
@@ -319,69 +330,61 @@ def _lift_rules():
                                                                   ne(d).to(i64(1)), ne(k).to(i64(1))),
         "loop induction variables inside the group stay uniform")
     # values: unchanged when their mask does not grow; rebuilt over the union of their operands' axes otherwise
-    add("lift_const", rewrite(lift(Val.op("const", Vals.nil(), attrs, t), c)).to(Val.op("const", Vals.nil(), attrs, t)),
-        "constants are uniform")
-    add("lift_launch", rewrite(lift(Val.op("launch", Vals.nil(), attrs, t), c)).to(
-        Val.op("launch", Vals.nil(), attrs, t)), "launch values are uniform")
-    add("lift_range", rewrite(lift(Val.op("range", Vals.nil(), attrs, t), c)).to(Val.op("range", Vals.nil(), attrs, t)),
-        "a range does not depend on any substituted value")
-    ctxs = (("own", own),)
-    for cn, c in ctxs:
-        add(f"lift_broadcast_{cn}", rule(eq(y).to(lift(o, c)), eq(o).to(Val.op("broadcast", _vals(x), attrs, t)),
-                                         eq(la).to(lift(x, c)), eq(ma).to(MaskOf(la)), eq(mo).to(MaskOf(o))).then(
-            union(y).with_(bcast_to(la, ma, ma | mo, tiles))), "a broadcast re-targets its lifted operand")
+    for leaf in ("const", "launch", "range"):
+        add(f"lift_{leaf}", rewrite(lift(Val.op(leaf, Vals.nil(), attrs, t), c)).to(
+            Val.op(leaf, Vals.nil(), attrs, t)), f"a {leaf} does not depend on any substituted value")
+    add("lift_broadcast", rule(eq(y).to(lift(o, c)), eq(o).to(Val.op("broadcast", _vals(x), attrs, t)),
+                               eq(tiles).to(ctx_tiles(c)), eq(la).to(lift(x, c)), eq(ma).to(MaskOf(la)),
+                               eq(mo).to(MaskOf(o))).then(
+        union(y).with_(bcast_to(la, ma, ma | mo, tiles))), "a broadcast re-targets its lifted operand")
     arity = {1: [x], 2: [x, z], 3: [x, z, w]}
     lifted = {1: [la], 2: [la, lb], 3: [la, lb, lc]}
     masks_ = {1: [ma], 2: [ma, mb], 3: [ma, mb, mc]}
-    for (cn, c), n_ in ((cc, n) for cc in ctxs for n in (1, 2, 3)):
+    for n_ in (1, 2, 3):
         facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(nm, _vals(*arity[n_]), attrs, t)), Elementwise(nm),
-                 eq(dt).to(DtypeOf(o)), eq(mo).to(MaskOf(o))]
+                 eq(mo).to(MaskOf(o))]
         for xi, li, mi in zip(arity[n_], lifted[n_], masks_[n_]):
             facts += [eq(li).to(lift(xi, c)), eq(mi).to(MaskOf(li))]
         total = mo
         for mi in masks_[n_]:
             total = total | mi
-        add(f"lift_elementwise{n_}_same_{cn}", rule(*facts, eq(total).to(mo)).then(union(y).with_(
+        add(f"lift_elementwise{n_}_same", rule(*facts, eq(total).to(mo)).then(union(y).with_(
             Val.op(nm, _vals(*lifted[n_]), attrs, t))), "an element-wise op over unchanged axes")
-        add(f"lift_elementwise{n_}_{cn}", rule(*facts, ne(total).to(mo)).then(union(y).with_(
+        facts += [eq(tiles).to(ctx_tiles(c)), eq(dt).to(DtypeOf(o))]
+        add(f"lift_elementwise{n_}", rule(*facts, ne(total).to(mo)).then(union(y).with_(
             Val.op(nm, _vals(*[bcast_to(li, mi, total, tiles) for li, mi in zip(lifted[n_], masks_[n_])]),
                    attrs, frag_ty(dt, total, tiles)))),
             "an element-wise op lifts over the union of its operands' axes")
-    for n_, ops in _ELEMENTWISE.items():
-        for op in ops:
-            add(f"elementwise_{op}", rule(eq(y).to(lift(Val.op(op, xs, attrs, t), var("cg", LiftCtx)))).then(
-                Elementwise(String(op))), f"{op} is element-wise")
     # loads and gathers over 1..4 coordinates, with or without a validity operand
     view = var("view", Val)
-    for (cn, c), op in ((cc, o_) for cc in ctxs for o_ in ("load", "gather")):
-        for n in (1, 2, 3, 4):
-            cs = list(vars_(" ".join(f"c{j}" for j in range(n)), Val))
-            lcs = list(vars_(" ".join(f"l{j}" for j in range(n)), Val))
-            mks = list(vars_(" ".join(f"m{j}" for j in range(n)), i64))
-            for valid in (0, 1):
-                operands = [view] + cs + ([x] if valid else [])
-                facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(op, _vals(*operands), attrs, t)),
-                         HasValid(attrs, valid), eq(mo).to(MaskOf(o)), eq(dt).to(DtypeOf(o))]
-                for cj, lj, mj in zip(cs, lcs, mks):
-                    facts += [eq(lj).to(lift(cj, c)), eq(mj).to(MaskOf(lj))]
-                total = mo
-                for mj in mks:
-                    total = total | mj
-                if valid:
-                    facts += [eq(la).to(lift(x, c)), eq(ma).to(MaskOf(la))]
-                    total = total | ma
-                guard = tail(total, c)
-                if valid:
-                    guard = Val.op("and", _vals(bcast_to(la, ma, total, tiles), guard), AMap.nil(),
-                                   frag_ty("i1", total, tiles))
-                new_coords = [bcast_to(lj, mj, total, tiles) for lj, mj in zip(lcs, mks)]
-                tag = f"{op}{n}_{'valid' if valid else 'plain'}_{cn}"
-                new = Val.op(op, _vals(view, *new_coords, guard), mark_valid_fill(attrs, zero_of(dt)),
-                             frag_ty(dt, total, tiles))
-                add(f"lift_{tag}", rule(*facts, ne(total).to(mo)).then(union(y).with_(new)),
-                    f"{op} over the tile reads only the lanes inside the segment (tail validity, fill)")
-                add(f"lift_{tag}_same", rule(*facts, eq(total).to(mo)).then(union(y).with_(o)),
-                    f"{op} at unchanged coordinates is unchanged")
+    for n in (1, 2, 3, 4):
+        cs = list(vars_(" ".join(f"c{j}" for j in range(n)), Val))
+        lcs = list(vars_(" ".join(f"l{j}" for j in range(n)), Val))
+        mks = list(vars_(" ".join(f"m{j}" for j in range(n)), i64))
+        for valid in (0, 1):
+            operands = [view] + cs + ([x] if valid else [])
+            facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(nm, _vals(*operands), attrs, t)), ReadOp(nm),
+                     HasValid(attrs, valid), eq(tiles).to(ctx_tiles(c)), eq(mo).to(MaskOf(o)),
+                     eq(dt).to(DtypeOf(o))]
+            for cj, lj, mj in zip(cs, lcs, mks):
+                facts += [eq(lj).to(lift(cj, c)), eq(mj).to(MaskOf(lj))]
+            total = mo
+            for mj in mks:
+                total = total | mj
+            if valid:
+                facts += [eq(la).to(lift(x, c)), eq(ma).to(MaskOf(la))]
+                total = total | ma
+            guard = tail(total, c)
+            if valid:
+                guard = Val.op("and", _vals(bcast_to(la, ma, total, tiles), guard), AMap.nil(),
+                               frag_ty("i1", total, tiles))
+            new_coords = [bcast_to(lj, mj, total, tiles) for lj, mj in zip(lcs, mks)]
+            tag = f"read{n}_{'valid' if valid else 'plain'}"
+            new = Val.op(nm, _vals(view, *new_coords, guard), mark_valid_fill(attrs, zf), frag_ty(dt, total, tiles))
+            add(f"lift_{tag}", rule(*facts, ne(total).to(mo), ZeroOf(dt, zf)).then(union(y).with_(new)),
+                "a load/gather over the tile reads only the lanes inside the segment (tail validity, fill)")
+            add(f"lift_{tag}_same", rule(*facts, eq(total).to(mo)).then(union(y).with_(o)),
+                "a load/gather at unchanged coordinates is unchanged")
     # pure single-carry loops: the accumulator becomes a lane fragment; bounds stay uniform
     lb_, ub_, st_, y0 = vars_("lb_ ub_ st_ y0", Val)
     ivt = var("ivt", Ty)
@@ -412,35 +415,32 @@ def _lift_rules():
             frag_ty(dt, full, tiles)))),
         "a pure ordered loop runs per lane")
     # effects: stores / scatters / scatter-reduces write every lane of the accumulator shape under the tail
-    for op in ("store", "scatter", "scatter_reduce"):
-        for n in (1, 2, 3, 4):
-            cs = list(vars_(" ".join(f"c{j}" for j in range(n)), Val))
-            lcs = list(vars_(" ".join(f"l{j}" for j in range(n)), Val))
-            mks = list(vars_(" ".join(f"m{j}" for j in range(n)), i64))
-            for valid in (0, 1):
-                operands = [view] + cs + [z] + ([x] if valid else [])
-                stmt = Stmt.op(seq, op, _vals(*operands), attrs, Tys.nil(), regs)
-                pattern = lift_stmts(Stmts.cons(stmt, ss), own)
-                tag = f"{op}{n}_{'valid' if valid else 'plain'}"
-                add(f"demand_{tag}", rule(eq(s_).to(pattern), HasValid(attrs, valid)).then(
-                    Demand(_vals(*operands[1:]), own)), f"lift the operands of {op}")
-                facts = [eq(s_).to(pattern), HasValid(attrs, valid),
-                         eq(lb).to(lift(z, own)), eq(mb).to(MaskOf(lb))]
-                for cj, lj, mj in zip(cs, lcs, mks):
-                    facts += [eq(lj).to(lift(cj, own)), eq(mj).to(MaskOf(lj))]
-                guard = tail(full, own)
-                if valid:
-                    facts += [eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la))]
-                    guard = Val.op("and", _vals(bcast_to(la, ma, full, tiles), guard), AMap.nil(),
-                                   frag_ty("i1", full, tiles))
-                new = Stmt.op(seq, op, _vals(view, *[bcast_to(lj, mj, full, tiles) for lj, mj in zip(lcs, mks)],
-                                              bcast_to(lb, mb, full, tiles), guard), mark_valid(attrs), Tys.nil(), regs)
-                add(f"lift_{tag}", rule(*facts).then(union(s_).with_(Stmts.cons(new, lift_stmts(ss, own)))),
-                    f"{op} over the tile writes every lane inside the segment once")
+    for n in (1, 2, 3, 4):
+        cs = list(vars_(" ".join(f"c{j}" for j in range(n)), Val))
+        lcs = list(vars_(" ".join(f"l{j}" for j in range(n)), Val))
+        mks = list(vars_(" ".join(f"m{j}" for j in range(n)), i64))
+        for valid in (0, 1):
+            operands = [view] + cs + [z] + ([x] if valid else [])
+            stmt = Stmt.op(seq, nm, _vals(*operands), attrs, Tys.nil(), regs)
+            pattern = lift_stmts(Stmts.cons(stmt, ss), own)
+            tag = f"write{n}_{'valid' if valid else 'plain'}"
+            add(f"demand_{tag}", rule(eq(s_).to(pattern), WriteOp(nm), HasValid(attrs, valid)).then(
+                Demand(_vals(*operands[1:]), own)), "lift the operands of a store/scatter")
+            facts = [eq(s_).to(pattern), WriteOp(nm), HasValid(attrs, valid),
+                     eq(lb).to(lift(z, own)), eq(mb).to(MaskOf(lb))]
+            for cj, lj, mj in zip(cs, lcs, mks):
+                facts += [eq(lj).to(lift(cj, own)), eq(mj).to(MaskOf(lj))]
+            guard = tail(full, own)
+            if valid:
+                facts += [eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la))]
+                guard = Val.op("and", _vals(bcast_to(la, ma, full, tiles), guard), AMap.nil(),
+                               frag_ty("i1", full, tiles))
+            new = Stmt.op(seq, nm, _vals(view, *[bcast_to(lj, mj, full, tiles) for lj, mj in zip(lcs, mks)],
+                                         bcast_to(lb, mb, full, tiles), guard), mark_valid(attrs), Tys.nil(), regs)
+            add(f"lift_{tag}", rule(*facts).then(union(s_).with_(Stmts.cons(new, lift_stmts(ss, own)))),
+                "a store/scatter over the tile writes every lane inside the segment once")
     add("lift_stmts_nil", rewrite(lift_stmts(Stmts.nil(), var("cg", LiftCtx))).to(Stmts.nil()), "lift [] = []")
     # attribute plumbing
-    for fdt, fill in _FILL:
-        add(f"zero_of_{fdt}", rewrite(zero_of(String(fdt))).to(fill), f"the fill of a {fdt} load")
     add("has_valid_true", rule(eq(m).to(AMap.cons("valid", A.bool_(1), attrs))).then(HasValid(m, 1)), "valid")
     add("has_valid_false", rule(eq(m).to(AMap.cons("valid", A.bool_(0), attrs))).then(HasValid(m, 0)), "not valid")
     add("has_valid_walk", rule(eq(m).to(AMap.cons(key, a, attrs)), HasValid(attrs, k)).then(HasValid(m, k)),
@@ -463,20 +463,62 @@ def _lift_rules():
     return R
 
 
+def _ints_t(xs) -> _Term:
+    return _T("AList", cons_list("AsNil", "AsCons", [_T("AInt", int(x)) for x in xs]))
+
+
+_FACT_IDS = itertools.count()
+
+
+def _fact(graph, relation, *args) -> None:
+    """Assert ``relation(args...)``: term arguments are inserted first, strings are egglog text."""
+    parts = [graph.add(a, prefix=f"bt{next(_FACT_IDS)}_") if isinstance(a, _Term) else a for a in args]
+    graph.run_text(f"({graph.egg_name(relation)} {' '.join(parts)})")
+
+
+def _seed_tables(graph) -> None:
+    """The constant tables the table-driven rules read (one row per op kind / mask pair / dtype)."""
+    def rel(relation, *args) -> str:
+        return f"({graph.egg_name(relation)} {' '.join(args)})"
+
+    lines = [rel(Elementwise, f'"{op}"') for ops in _ELEMENTWISE.values() for op in ops]
+    lines += [rel(ReadOp, '"load"'), rel(ReadOp, '"gather"')]
+    lines += [rel(WriteOp, f'"{op}"') for op in ("store", "scatter", "scatter_reduce")]
+    graph.run_text("\n".join(lines))
+    for fdt, fill in _FILL_T:
+        _fact(graph, ZeroOf, f'"{fdt}"', fill)
+    for mask in ALL_MASKS:
+        for sub in ALL_MASKS:
+            if sub & ~mask or sub == mask:
+                continue
+            _fact(graph, BcastDims, str(sub), str(mask),
+                            _ints_t([_bits(mask).index(b) for b in _bits(sub)]))
+
+
 def seed(graph) -> None:
-    """Mark the input kernel's segment list as scalar ownership (before any rule runs), so blocking applies once."""
+    """Mark the input kernel's segment list as scalar ownership (before any rule runs), so blocking applies once;
+    seed the constant tables."""
     graph.fact(Unblocked, graph.term.args[1])
+    _seed_tables(graph)
 
 
-_RULES = None
+#: the rewrites of the group: a kernel at scalar ownership -> its tiled variants (what the trace, ``rules list``
+#: and the audit count)
+_MAIN = ("blocking.ownership_rank",)
+_ALL = _ownership_rules() + _lift_rules()
+#: the structural support of those rewrites (lift, types, broadcasts, tails, attributes): terminating (each rule
+#: only follows a finite term downwards or rebuilds a lifted term once), so it is saturated before every iteration
+#: of the group (``ANALYSES``) and one iteration lifts a whole body instead of one level of it
+ANALYSIS_RULES = [r for r in _ALL if not r[0].startswith(_MAIN)]
+SUPPORT = ruleset(name="blocking_support")
+ANALYSES = (SUPPORT,)
+for _name, _rule, _law in ANALYSIS_RULES:
+    SUPPORT.append(_rule)
 
 
 def rules():
-    """(name, egglog rule, law) for every rule of the group."""
-    global _RULES
-    if _RULES is None:
-        _RULES = _ownership_rules() + _lift_rules()
-    return _RULES
+    """(name, egglog rule, law) for every rewrite of the group (the support rules are ``ANALYSIS_RULES``)."""
+    return [r for r in _ALL if r[0].startswith(_MAIN)]
 
 
 for _name, _rule, _law in rules():

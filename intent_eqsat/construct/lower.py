@@ -39,6 +39,8 @@ Lowered = Any  # a Value, or a list of Values for tuple-typed expressions
 
 _CMP = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne"}
 _REDUCE_COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
+#: builtin combiners whose reduction loops are marked ``reduce`` (associative and commutative)
+_REASSOCIABLE = ("add", "mul", "max", "min")
 
 
 def gpu_dtype(t: str) -> str:
@@ -368,12 +370,15 @@ class Lowerer:
 
     # ------------------------------------------------------------------------------------- loops
 
-    def loop(self, lo: Value, hi: Value, inits: list[Value], body, hint: str = "k") -> list[Value]:
-        """``for iv in [lo, hi)`` carrying ``inits``; ``body(iv, carried) -> next carried``."""
+    def loop(self, lo: Value, hi: Value, inits: list[Value], body, hint: str = "k",
+             reduce: str | None = None) -> list[Value]:
+        """``for iv in [lo, hi)`` carrying ``inits``; ``body(iv, carried) -> next carried``. ``reduce`` marks
+        the loop as the ordered realization of an ordinary KIR reduction (its members may be reassociated)."""
         step = self.const(1, "index")
         region = self.em.region([INDEX] + [v.type for v in inits],
                                 lambda iv, *carried: body(iv, list(carried)), hints=[hint])
-        op = self.em.op_with_regions("for", [lo, hi, step, *inits], [v.type for v in inits], [region])
+        attrs = {"reduce": reduce} if reduce else {}
+        op = self.em.op_with_regions("for", [lo, hi, step, *inits], [v.type for v in inits], [region], **attrs)
         return op.results
 
     def bounds(self, key: str, env: Env) -> tuple[Value, Value]:
@@ -400,7 +405,9 @@ class Lowerer:
                 x = self.as_list(self.value(e.body, env2))
                 return self.combine(combine, acc, x, ct)
 
-            return self.loop(lo, hi, carried, body, hint=e.binds[level].name)
+            # an ordinary reduction with a builtin associative+commutative combiner (SPEC PASS-4: reassociable)
+            reassoc = combine if combine in _REASSOCIABLE and len(carried) == 1 and level + 1 == len(keys) else None
+            return self.loop(lo, hi, carried, body, hint=e.binds[level].name, reduce=reassoc)
 
         out = nest(0, env, inits)
         res = self.typed(out if isinstance(t, tuple) else out[0], e)

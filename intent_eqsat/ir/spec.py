@@ -163,8 +163,13 @@ _add(OpSpec("execution_group", "control", (1, 1), (0, 0), {"segment": Attr("int"
             regions=(1, 1),
             doc="runs its region iff the linear coordinate lies in the segment; region args = decoded coords"))
 _add(OpSpec("if", "control", (1, 1), (0, None), regions=(2, 2)))
-_add(OpSpec("for", "control", (3, None), (0, None), {"narrowing": Attr("dict")}, regions=(1, 1),
-            doc="operands lb, ub, step, init...; region args (iv, carried...); narrowing = the range proof"))
+_add(OpSpec("for", "control", (3, None), (0, None),
+            {"narrowing": Attr("dict"), "reduce": Attr("enum", choices=("add", "mul", "max", "min"))},
+            regions=(1, 1),
+            doc="operands lb, ub, step, init...; region args (iv, carried...); narrowing = the range proof; "
+                "reduce = the loop realizes an ordinary (associative, commutative) reduction with this combiner: "
+                "its body yields combine(carried, x) with x independent of the carried value, so its members may "
+                "be reassociated (SPEC PASS-4) - an ordered recurrence never carries it"))
 _add(OpSpec("while", "control", (0, None), (0, None), regions=(2, 2),
             doc="regions cond(carried...) -> (i1, values...), body(values...) -> carried..."))
 _add(OpSpec("yield", "terminator", (0, None), (0, 0)))

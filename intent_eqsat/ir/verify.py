@@ -1560,6 +1560,42 @@ def check_launch_exprs(ctx: _Ctx) -> Errors:
                     yield ctx.err(10, msg, info, op)
 
 
+@_check("reduce_loops", 6, "control")
+def check_reduce_loops(ctx: _Ctx) -> Errors:
+    """IR-10 (6), SPEC PASS-4 (reassociate ordinary reduce, never an ordered recurrence): a ``for`` marked
+    ``reduce = c`` carries one value and yields ``c(carried, x)`` where ``x`` does not depend (def-use) on the
+    carried value, so the loop's members may be reassociated; any other body would make the mark a lie."""
+    for info in ctx.infos:
+        for op in info.ops:
+            if op.name != "for" or "reduce" not in op.attrs:
+                continue
+            comb = op.attrs["reduce"]
+            region = op.regions[0] if op.regions else None
+            if region is None or len(region.args) != 2 or not region.ops or len(op.results) != 1:
+                yield ctx.err(6, f"a reduce = {comb} loop must carry exactly one value", info, op)
+                continue
+            carried = region.args[1]
+            y = region.ops[-1]
+            prod = {r.name: o for o in region.ops for r in o.results}
+            top = prod.get(y.operands[0].name) if y.name == "yield" and len(y.operands) == 1 else None
+            # the member(s): combine(carried, x), or for a sum contract(a, b, carried) (acc + sum of products)
+            if top is not None and comb == "add" and top.name == "contract" and len(top.operands) == 3 \
+                    and top.operands[2].name == carried.name:
+                members = top.operands[:2]
+            elif top is not None and top.name == comb and len(top.operands) == 2 \
+                    and top.operands[0].name == carried.name:
+                members = top.operands[1:]
+            else:
+                yield ctx.err(6, f"a reduce = {comb} loop must yield {comb}(%{carried.name}, x)", info, op)
+                continue
+            labels = info.labels({carried.name: frozenset({"acc"})})
+            for x in members:
+                if "acc" in labels.get(x.name, frozenset()) or x.name == carried.name:
+                    yield ctx.err(6, f"a reduce = {comb} loop's member %{x.name} depends on the carried value "
+                                     f"%{carried.name} (an ordered recurrence is not a reduction)", info, op)
+                    break
+
+
 # =============================================================================================== invariant 11
 
 @_check("narrowing", 11, "provenance")

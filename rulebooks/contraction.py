@@ -1,0 +1,255 @@
+"""Contraction (SPEC PASS-3.4, PASS-4): a sum of products over a tiled reduction loop becomes a matrix-unit
+contract over reduction tiles; a contract reads its f16/bf16 operands directly; an additive term joins the
+accumulator's initial value.
+
+Reads: ``for`` loops whose ``reduce = add`` mark says they realize an ordinary KIR sum (construction sets it; the
+shared verifier checks the body really is ``add(carried, member)``), blocked by ownership (``blocking``) so the
+accumulator is a ``[T0, T1]`` fragment over axes ``b0, b1``; the member's operand loads and their coordinates;
+value types; the target's tile candidates (``TileCand``) for the reduction tile ``TK``.
+
+Legality: ``blocking.contract_loop``: the member is ``mul(broadcast(a), broadcast(b))`` in the accumulator dtype
+(same-dtype add reduction of a float multiply), ``a`` a load over ``b0`` whose last coordinate is the loop's
+induction variable and ``b`` a load over ``b1`` whose second-to-last coordinate is it (``A[.., m, k]``,
+``B[.., k, n]``), each optionally converted by a ``cast`` to the accumulator dtype, their validity masks carrying a
+zero fill; the loop steps by one (every member is summed once). ``contraction.operand_cast``: both operands are
+f16 (or both bf16) widened to an f32 accumulator (their products are exact in f32, so the contract computes the
+same sums). ``contraction.bias_into_init`` (accumulator fusion): an ``add`` whose operand is the result of a
+``reduce = add`` loop started from zero, the other operand of the same type independent of the loop (loads,
+constants, broadcasts, casts of those), never across a cast (the add consumes the loop result itself).
+
+Rewrites: ``for k in [lb, ub) step 1: acc + a(k) * b(k)`` -> ``for k0 in [lb, ub) step TK: contract(A tile
+[T0, TK], B tile [TK, T1], acc)`` with the tiles loaded at ``k0 + range(TK)`` under ``k < ub`` (fill 0, so a tail
+member contributes 0 * 0 = 0); ``contract(cast(a16), cast(b16), acc)`` -> ``contract(a16, b16, acc)``;
+``add(for(.., init 0), y)`` -> ``for(.., init y)``.
+
+Preserves: the value of every sum up to reassociation of its members (PASS-4 "reassociate ordinary reduce",
+"mul-sum to contract", "contraction-add fusion"); effects, their order and the ABI; compile options.
+
+Invalidates: the reduction loop's trip count and step, fragment footprints (tiles of ``T0 x TK`` and ``TK x T1``
+operands), the FLOP mix (tensor-core contract instead of FMA), register/shared-memory estimates.
+
+Verifier: the shared GPU verifier after the group (contract operand/accumulator shapes and dtypes, access
+validity, the ``reduce`` loop form).
+"""
+from __future__ import annotations
+
+from egglog import Bool, String, eq, i64, relation, rule, ruleset, union, var, vars_
+
+from intent_eqsat.rules.facts import TileCand
+from intent_eqsat.rules.sorts import LE, LEs, A, AMap, As, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
+
+GROUP = "contraction"
+ORDER = 30
+RULESET = ruleset(name=GROUP)
+SUPPORT = ruleset(name="contraction_support")
+ANALYSES = (SUPPORT,)
+
+INDEX = Ty.scalar("index")
+#: reduction tile sizes the K loop may take (the target's candidates inside this window: a matrix unit needs
+#: K >= 16; larger tiles only cost shared memory)
+TK_MIN, TK_MAX = 16, 64
+
+#: ``m`` holds ``key = value`` (for the keys this group reads)
+CAttr = relation("ContractAttr", AMap, String, A)
+_KEYS = ("reduce", "value", "fill")
+#: the value is the constant 0.0 (a scalar or a broadcast of one)
+ZeroVal = relation("ContractZero", Val)
+#: the value is computed without any loop result (so it may move in front of a loop)
+LoopFree = relation("ContractLoopFree", Val)
+LoopFreeVals = relation("ContractLoopFreeVals", Vals)
+
+
+def _vals(*xs) -> Vals:
+    out = Vals.nil()
+    for x in reversed(xs):
+        out = Vals.cons(x, out)
+    return out
+
+
+def _les(*xs) -> LEs:
+    out = LEs.nil()
+    for x in reversed(xs):
+        out = LEs.cons(x, out)
+    return out
+
+
+def _strs(*xs) -> Strs:
+    out = Strs.nil()
+    for x in reversed(xs):
+        out = Strs.cons(x, out)
+    return out
+
+
+def _ints(xs) -> A:
+    items = As.nil()
+    for d in reversed(list(xs)):
+        items = As.cons(A.int_(d), items)
+    return A.list_(items)
+
+
+def _amap(**kv) -> AMap:
+    out = AMap.nil()
+    for k in sorted(kv, reverse=True):
+        out = AMap.cons(k, kv[k], out)
+    return out
+
+
+def _frag(dt, shape: list, axes: list) -> Ty:
+    return Ty.frag_axes(dt, _les(*shape), _strs(*axes))
+
+
+def _bcast(x: Val, dims: list, ty: Ty) -> Val:
+    return Val.op("broadcast", _vals(x), _amap(dims=_ints(dims)), ty)
+
+
+def _support_rules() -> list:
+    R = []
+    key, k2 = vars_("key k2", String)
+    m, rest = vars_("m rest", AMap)
+    av, av2 = vars_("av av2", A)
+    v, x = vars_("v x", Val)
+    xs = var("xs", Vals)
+    nm = var("nm", String)
+    t = var("t", Ty)
+    d, k = vars_("d k", i64)
+    for kk in _KEYS:
+        R.append((f"contraction.attr_{kk}", rule(eq(m).to(AMap.cons(kk, av, rest))).then(CAttr(m, kk, av)),
+                  f"{kk} = v at the head of the attributes"))
+    R.append(("contraction.attr_walk", rule(eq(m).to(AMap.cons(key, av2, rest)), CAttr(rest, k2, av)).then(
+        CAttr(m, k2, av)), "an attribute further down the map"))
+    R.append(("contraction.zero_const", rule(eq(v).to(Val.op("const", Vals.nil(), m, t)),
+                                             CAttr(m, "value", A.float_("0.0"))).then(ZeroVal(v)), "const 0.0"))
+    R.append(("contraction.zero_bcast", rule(eq(v).to(Val.op("broadcast", _vals(x), m, t)), ZeroVal(x)).then(
+        ZeroVal(v)), "a broadcast of 0.0"))
+    R.append(("contraction.free_arg", rule(eq(v).to(Val.arg(d, k, t))).then(LoopFree(v)), "an argument"))
+    R.append(("contraction.free_nil", rule(eq(xs).to(Vals.nil())).then(LoopFreeVals(xs)), "no operands"))
+    R.append(("contraction.free_cons", rule(eq(xs).to(Vals.cons(x, var("tl", Vals))), LoopFree(x),
+                                            LoopFreeVals(var("tl", Vals))).then(LoopFreeVals(xs)), "operands"))
+    R.append(("contraction.free_op", rule(eq(v).to(Val.op(nm, xs, m, t)), LoopFreeVals(xs)).then(LoopFree(v)),
+              "a pure op of loop-free operands (an op term has no region: loops are Val.res terms)"))
+    return R
+
+
+def _contract_loop_rules() -> list:
+    """``for k step 1: acc + a(k) * b(k)`` over an ownership-blocked accumulator -> a K-tiled contract loop."""
+    R = []
+    dt, adt, bdt = vars_("dt adt bdt", String)
+    lb, ub, st, x0, y, va, vb, rows, cols, pa, pb = vars_("lb ub st x0 y va vb rows cols pa pb", Val)
+    viewa, viewb, pre_a, pre_b = vars_("viewa viewb pre_a pre_b", Val)
+    attrs, rya, ya, ma, mb, pm, cs_a, cs_b, fa_rest, fb_rest, ka_m, kb_m, cattrs = vars_(
+        "attrs rya ya ma mb pm cs_a cs_b fa_rest fb_rest ka_m kb_m cattrs", AMap)
+    d, tk = vars_("d tk", i64)
+    t0, t1 = vars_("t0 t1", LE)
+    ty = _frag(dt, [t0, t1], ["b0", "b1"])
+    iv = Val.arg(d, 0, INDEX)
+    acc = Val.arg(d, 1, ty)
+    ka = Val.op("broadcast", _vals(iv), ka_m, _frag("index", [t0], ["b0"]))
+    kb = Val.op("broadcast", _vals(iv), kb_m, _frag("index", [t1], ["b1"]))
+    tkle = LE.int_(tk)
+    # the K tile: k0 + range(TK) over axis b2, its tail, the tiles' coordinates and validity
+    kc_ty = _frag("index", [tkle], ["b2"])
+    kc = Val.op("add", _vals(_bcast(iv, [], kc_ty), Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(),
+                kc_ty)
+    kt = Val.op("cmp", _vals(kc, _bcast(ub, [], kc_ty)), _amap(pred=A.str_("lt")), _frag("i1", [tkle], ["b2"]))
+    a_ix = _frag("index", [t0, tkle], ["b0", "b2"])
+    b_ix = _frag("index", [tkle, t1], ["b2", "b1"])
+    a_i1 = _frag("i1", [t0, tkle], ["b0", "b2"])
+    b_i1 = _frag("i1", [tkle, t1], ["b2", "b1"])
+    a_valid = Val.op("and", _vals(_bcast(va, [0], a_i1), _bcast(kt, [1], a_i1)), AMap.nil(), a_i1)
+    b_valid = Val.op("and", _vals(_bcast(kt, [0], b_i1), _bcast(vb, [1], b_i1)), AMap.nil(), b_i1)
+    for n_pre in (0, 1):                     # a leading batch coordinate (uniform over the tile) or none
+        a_coords = ([pre_a] if n_pre else []) + [rows, ka]
+        b_coords = ([pre_b] if n_pre else []) + [kb, cols]
+        la = Val.op("load", _vals(viewa, *a_coords, va), fa_rest, _frag(adt, [t0], ["b0"]))
+        lb_ = Val.op("load", _vals(viewb, *b_coords, vb), fb_rest, _frag(bdt, [t1], ["b1"]))
+        a_tile_coords = ([_bcast(pre_a, [0], a_ix)] if n_pre else []) + [_bcast(rows, [0], a_ix), _bcast(kc, [1], a_ix)]
+        b_tile_coords = ([_bcast(pre_b, [1], b_ix)] if n_pre else []) + [_bcast(kc, [0], b_ix), _bcast(cols, [1], b_ix)]
+        a_tile = Val.op("load", _vals(viewa, *a_tile_coords, a_valid), fa_rest,
+                        _frag(adt, [t0, tkle], ["b0", "b2"]))
+        b_tile = Val.op("load", _vals(viewb, *b_tile_coords, b_valid), fb_rest,
+                        _frag(bdt, [tkle, t1], ["b2", "b1"]))
+        for cast_a in (0, 1):
+            for cast_b in (0, 1):
+                ea = Val.op("cast", _vals(la), cs_a, _frag(dt, [t0], ["b0"])) if cast_a else la
+                eb = Val.op("cast", _vals(lb_), cs_b, _frag(dt, [t1], ["b1"])) if cast_b else lb_
+                ta = Val.op("cast", _vals(a_tile), cs_a, _frag(dt, [t0, tkle], ["b0", "b2"])) if cast_a else a_tile
+                tb = Val.op("cast", _vals(b_tile), cs_b, _frag(dt, [tkle, t1], ["b2", "b1"])) if cast_b else b_tile
+                member = Val.op("mul", _vals(Val.op("broadcast", _vals(ea), ma, ty),
+                                             Val.op("broadcast", _vals(eb), mb, ty)), pm, ty)
+                body = Val.op("add", _vals(acc, member), ya, ty)
+                loop = Val.res(Multi.op("for", _vals(lb, ub, st, x0), attrs, Tys.cons(ty, Tys.nil()),
+                                        Regions.cons(Region.make(d, Tys.cons(INDEX, Tys.cons(ty, Tys.nil())),
+                                                                 Stmts.nil(), _vals(body), rya), Regions.nil())),
+                               0, ty)
+                contract = Val.op("contract", _vals(ta, tb, acc), _amap(lhs_contract=_ints([1]),
+                                                                       rhs_contract=_ints([0])), ty)
+                new = Val.res(Multi.op("for", _vals(lb, ub, Val.op("launch", Vals.nil(), _amap(expr=A.le(tkle)),
+                                                                     INDEX), x0),
+                                       attrs, Tys.cons(ty, Tys.nil()),
+                                       Regions.cons(Region.make(d, Tys.cons(INDEX, Tys.cons(ty, Tys.nil())),
+                                                                Stmts.nil(), _vals(contract), rya), Regions.nil())),
+                              0, ty)
+                dims_facts = [eq(ma).to(_amap(dims=_ints([0]))), eq(mb).to(_amap(dims=_ints([1]))),
+                              eq(ka_m).to(_amap(dims=_ints([]))), eq(kb_m).to(_amap(dims=_ints([])))]
+                step1 = [eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1))]
+                name = f"contraction.contract_loop_b{n_pre}_c{cast_a}{cast_b}"
+                R.append((name, rule(
+                    eq(y).to(loop), CAttr(attrs, "reduce", A.str_("add")), *step1, *dims_facts,
+                    CAttr(fa_rest, "fill", A.float_("0.0")), CAttr(fb_rest, "fill", A.float_("0.0")),
+                    TileCand(tk), eq(tk.bool_ge(i64(TK_MIN))).to(Bool(True)),
+                    eq(tk.bool_le(i64(TK_MAX))).to(Bool(True)), name=name).then(union(y).with_(new)),
+                    "for k step 1: acc + bcast(A[.., m, k]) * bcast(B[.., k, n])  ==  for k0 step TK: "
+                    "contract(A[.., m, k0:k0+TK], B[.., k0:k0+TK, n], acc)  (an ordinary sum: members regrouped; "
+                    "tail members load 0)"))
+    return R
+
+
+def _operand_and_init_rules() -> list:
+    R = []
+    a, b, accv, y, x0, lb, ub, st = vars_("a b accv y x0 lb ub st", Val)
+    ca, cb, attrs, la_, lattrs, rya, aattrs = vars_("ca cb attrs la_ lattrs rya aattrs", AMap)
+    sha, shb = vars_("sha shb", LEs)
+    axa, axb = vars_("axa axb", Strs)
+    ty, tya, tyb = vars_("ty tya tyb", Ty)
+    nma, nmb = vars_("nma nmb", String)
+    xa, xb = vars_("xa xb", Vals)
+    d = var("d", i64)
+    region = var("region", Region)
+    for half in ("f16", "bf16"):
+        opa = Val.op(nma, xa, la_, Ty.frag_axes(half, sha, axa))
+        opb = Val.op(nmb, xb, lattrs, Ty.frag_axes(half, shb, axb))
+        lhs = Val.op("contract", _vals(Val.op("cast", _vals(opa), ca, Ty.frag_axes("f32", sha, axa)),
+                                       Val.op("cast", _vals(opb), cb, Ty.frag_axes("f32", shb, axb)), accv), attrs, ty)
+        name = f"contraction.operand_cast_{half}"
+        R.append((name, rule(eq(y).to(lhs), name=name).then(
+            union(y).with_(Val.op("contract", _vals(opa, opb, accv), attrs, ty))),
+            f"contract(f32({half} a), f32({half} b), acc: f32) == contract(a, b, acc) ({half} products are exact "
+            f"in f32)"))
+    loop_tys = Tys.cons(ty, Tys.nil())
+    loop = Val.res(Multi.op("for", _vals(lb, ub, st, x0), attrs, loop_tys, Regions.cons(region, Regions.nil())), 0, ty)
+    fused = Val.res(Multi.op("for", _vals(lb, ub, st, y), attrs, loop_tys, Regions.cons(region, Regions.nil())), 0, ty)
+    for order in ("left", "right"):
+        s = Val.op("add", _vals(loop, y) if order == "left" else _vals(y, loop), aattrs, ty)
+        name = f"contraction.bias_into_init_{order}"
+        R.append((name, rule(eq(accv).to(s), CAttr(attrs, "reduce", A.str_("add")), ZeroVal(x0), LoopFree(y),
+                             name=name).then(union(accv).with_(fused)),
+                  "sum(members, init 0) + y == sum(members, init y)  (an ordinary sum: y is one more member, "
+                  "added first; y is computed without the loop)"))
+    return R
+
+
+_SUPPORT_RULES = _support_rules()
+ANALYSIS_RULES = _SUPPORT_RULES
+for _name, _rule, _law in _SUPPORT_RULES:
+    SUPPORT.append(_rule)
+
+_RULES = _contract_loop_rules() + _operand_and_init_rules()
+
+
+def rules():
+    """(name, egglog rule, law) for every rewrite of the group (support facts: ``ANALYSIS_RULES``)."""
+    return _RULES
+
+
+for _name, _rule, _law in _RULES:
+    RULESET.append(_rule)
