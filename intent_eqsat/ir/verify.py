@@ -1560,9 +1560,9 @@ def check_launch_exprs(ctx: _Ctx) -> Errors:
                     yield ctx.err(10, msg, info, op)
 
 
-@_check("reduce_loops", 6, "control")
+@_check("reduce_loops", "reduce_loops", "control")
 def check_reduce_loops(ctx: _Ctx) -> Errors:
-    """IR-10 (6), SPEC PASS-4 (reassociate ordinary reduce, never an ordered recurrence): a ``for`` marked
+    """PASS-5 control (with IR-10 (6)), SPEC PASS-4 (reassociate ordinary reduce, never an ordered recurrence): a ``for`` marked
     ``reduce = c`` carries one value and yields ``c(carried, x)`` where ``x`` does not depend (def-use) on the
     carried value, so the loop's members may be reassociated; any other body would make the mark a lie."""
     for info in ctx.infos:
@@ -1572,7 +1572,7 @@ def check_reduce_loops(ctx: _Ctx) -> Errors:
             comb = op.attrs["reduce"]
             region = op.regions[0] if op.regions else None
             if region is None or len(region.args) != 2 or not region.ops or len(op.results) != 1:
-                yield ctx.err(6, f"a reduce = {comb} loop must carry exactly one value", info, op)
+                yield ctx.err("reduce_loops", f"a reduce = {comb} loop must carry exactly one value", info, op)
                 continue
             carried = region.args[1]
             y = region.ops[-1]
@@ -1586,12 +1586,12 @@ def check_reduce_loops(ctx: _Ctx) -> Errors:
                     and top.operands[0].name == carried.name:
                 members = top.operands[1:]
             else:
-                yield ctx.err(6, f"a reduce = {comb} loop must yield {comb}(%{carried.name}, x)", info, op)
+                yield ctx.err("reduce_loops", f"a reduce = {comb} loop must yield {comb}(%{carried.name}, x)", info, op)
                 continue
             labels = info.labels({carried.name: frozenset({"acc"})})
             for x in members:
                 if "acc" in labels.get(x.name, frozenset()) or x.name == carried.name:
-                    yield ctx.err(6, f"a reduce = {comb} loop's member %{x.name} depends on the carried value "
+                    yield ctx.err("reduce_loops", f"a reduce = {comb} loop's member %{x.name} depends on the carried value "
                                      f"%{carried.name} (an ordered recurrence is not a reduction)", info, op)
                     break
 
@@ -1773,8 +1773,8 @@ def check_construction_origins(ctx: _Ctx) -> Errors:
 
 # ================================================================================================ driver
 
-SHARED = ("one_body", "coverage", "types", "extents", "accesses", "regions", "buffers", "structured", "conflicts",
-          "launch_exprs", "narrowing", "no_kir", "declared_params")
+SHARED = ("one_body", "coverage", "types", "extents", "accesses", "regions", "reduce_loops", "buffers", "structured",
+          "conflicts", "launch_exprs", "narrowing", "no_kir", "declared_params")
 #: one ordered table of rules per stage (STYLE 6)
 STAGES: dict[str, tuple[str, ...]] = {
     "shared": SHARED,

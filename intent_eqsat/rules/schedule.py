@@ -1,7 +1,8 @@
 """Running transformation groups on a kernel's e-graph: PASS-3 order, saturation or back-off, node/time limits.
 
-Each group runs in iterations. One iteration is one egglog call: the group's ``ANALYSES`` rulesets saturated, then one
-pass of its rules (``run(RULESET)``). After every iteration the scheduler reads the ``RunReport`` (matches and time per
+Each group runs in iterations. One iteration is one egglog call: the group's ``ANALYSES`` rulesets run for up to
+``Limits.analysis_steps`` egglog iterations (normally to saturation; bounded because one egglog call cannot be
+interrupted by the time limits), then one pass of its rules (``run(RULESET)``). After every iteration the scheduler reads the ``RunReport`` (matches and time per
 rule, mapped back to the registry's rule names) and the e-graph size (rows of all egglog tables), then stops the
 group when
 
@@ -44,7 +45,10 @@ STOPS = ("saturated", "node_limit", "time_limit", "total_time_limit", "iteration
 class Limits:
     """Blow-up control (DESIGN). ``max_nodes`` bounds the e-graph size (rows of all tables, analyses included);
     ``max_seconds`` one group on one kernel; ``max_total_seconds`` the whole optimize call; ``max_iterations`` one
-    group on one kernel. ``match_limit`` / ``ban_length`` drive the back-off scheduler."""
+    group on one kernel. ``match_limit`` / ``ban_length`` drive the back-off scheduler. ``analysis_steps`` bounds the
+    egglog iterations of a group's analyses before each of its iterations: one egglog call cannot be interrupted,
+    so an unbounded saturation could outlive every time limit; facts an analysis has not derived yet only delay the
+    rules that read them (analyses are monotone), and the group's next iteration continues them."""
 
     max_nodes: int = 200_000
     max_seconds: float = 30.0
@@ -52,6 +56,7 @@ class Limits:
     max_iterations: int = 40
     match_limit: int = 1_000
     ban_length: int = 2
+    analysis_steps: int = 24
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -267,7 +272,7 @@ def run_group(egraph: EGraph, group: Group, limits: Limits, *, kernel: str = "",
         active = [r for r in group.rules if banned_until.get(r.name, 0) <= res.iterations] if backoff \
             else list(group.rules)
         step = _active_schedule(group, active) if backoff else run(group.ruleset)
-        steps = [run(a).saturate() for a in group.analyses] + ([step] if step is not None else [])
+        steps = [run(a) * limits.analysis_steps for a in group.analyses] + ([step] if step is not None else [])
         if not steps:
             banned_until.clear()
             continue
