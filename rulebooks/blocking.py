@@ -1,7 +1,9 @@
 """Blocking of ownership (SPEC PASS-3.3): scalar ownership of a segment becomes fragment (tile) ownership.
 
-Reads: the kernel's program space (one row-major segment), its execution group's region, the target's tile-size
-candidates (``TileCand``) at least as wide as its warp (``TargetInt("warp_size")``), the element types of values.
+Reads: the kernel's program space (one row-major segment), its execution group's region, the element types of
+values. Tile sizes are the symbolic parameters ``TILE_B0``/``TILE_B1``: the optimizer binds them after extraction
+from the target's candidate domain (candidates at least as wide as the target's warp), by the cost model
+(``intent_eqsat.rules.tiles``).
 
 Legality: one execution group whose effects are stores / unique scatters / scatter-reduces of values
 made of element-wise ops, constants, launch values, loads and gathers (with or without validity) and pure ordered
@@ -29,10 +31,12 @@ import itertools
 from egglog import Bool, String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
     set_, union, var, vars_
 
-from intent_eqsat.rules.facts import TargetInt, TileCand  # target facts, asserted by the optimizer
 from intent_eqsat.rules.terms import T as _Term, cons_list, t as _T
 from intent_eqsat.rules.sorts import A, AMap, As, LE, LEs, Multi, Region, Regions, Seg, Segs, KernelT, Stmt, \
     Stmts, Strs, Ty, Tys, Val, Vals
+
+#: the tile-size parameters blocking introduces (bound by the optimizer, see ``intent_eqsat.rules.tiles``)
+TILE_PARAMS = ("TILE_B0", "TILE_B1")
 
 GROUP = "blocking"
 ORDER = 20
@@ -97,9 +101,32 @@ WriteOp = relation("BlockWriteOp", String)
 ZeroOf = relation("BlockZeroOf", String, A)
 #: BcastDims(sub, mask, dims): a value over axes ``sub`` broadcast to axes ``mask`` takes ``dims``
 BcastDims = relation("BlockBcastDims", i64, i64, A)
-#: the reduction context made for a reduction loop with reduction tile TK
-#: lift the listed values in the context (creates their ``lift`` terms so that mask-reading rules can match)
-Demand = relation("Demand", Vals, LiftCtx)
+
+
+@function
+def lift_list(xs: Vals, c: LiftCtx) -> Vals:
+    """Every value of ``xs`` lifted (operand lists are lifted as a list, so a rule joins one list instead of one
+    ``lift`` per operand: egglog's join cost grew with the product of the per-operand matches)."""
+
+
+@function(merge=lambda old, new: old)
+def MaskOfVals(xs: Vals) -> i64:
+    """Union of the axis masks of a list's values."""
+
+
+@function
+def bcast_list(xs: Vals, to: i64Like, tiles: LEs) -> Vals:
+    """Every value of ``xs`` broadcast to mask ``to``."""
+
+
+@function
+def snoc(xs: Vals, g: Val) -> Vals:
+    """``xs`` with ``g`` appended (a validity operand added to an access)."""
+
+
+@function
+def guard_last(xs: Vals, g: Val, mask: i64Like, tiles: LEs) -> Vals:
+    """``xs`` with its last value (an access's validity) and-ed with ``g`` over ``mask``."""
 
 
 @function(merge=lambda old, new: old)
@@ -213,7 +240,7 @@ def _ownership_rules():
     gyields, yields = vars_("gyields yields", Vals)
     gattrs, gya, ya = vars_("gattrs gya ya", AMap)
     pid = var("pid", Val)
-    seq, t0, t1 = vars_("seq t0 t1", i64)
+    seq = var("seq", i64)
     lau = var("lau", LE)
     es = list(vars_("e0 e1 e2 e3", LE))
     out = []
@@ -224,9 +251,11 @@ def _ownership_rules():
         body = Region.make(0, argtys, Stmts.cons(group, Stmts.nil()), yields, ya)
         segs = Segs.cons(Seg.make(_les(*exts), "row_major", LE.none()), Segs.nil())
         kernel = KernelT.make(kname, segs, lau, body)
-        tvars = (t1,) if rank == 1 else (t0, t1)
-        blocked = list(range(rank - len(tvars), rank))
-        tiles = [LE.int_(t) for t in tvars] + [LE.int_(1)] * (NBITS - len(tvars))   # b2 is 1 (unblocked)
+        n_blocked = 1 if rank == 1 else 2
+        blocked = list(range(rank - n_blocked, rank))
+        # symbolic tile sizes (physical parameters, SPEC PASS-3.3 "parameterized fragments"): the optimizer binds
+        # them after extraction from the target's candidate domain (one lifted body serves every binding)
+        tiles = [LE.sym(TILE_PARAMS[b]) for b in range(n_blocked)] + [LE.int_(1)] * (NBITS - n_blocked)
         coords, tails = [], []
         for axis in range(rank):
             if axis in blocked:
@@ -239,7 +268,7 @@ def _ownership_rules():
                 coords.append(Val.arg(1, axis, INDEX))
         while len(tails) < NBITS:
             tails.append(Val.arg(0, 0, INDEX))        # never used: no value has these bits in ownership lifting
-        full = (1 << len(tvars)) - 1
+        full = (1 << n_blocked) - 1
         ctx = LiftCtx.own(_vals(*coords), _vals(*tails), _les(*tiles), full)
         new_exts = [exts[a] if a not in blocked else LE.bin("ceil_div", exts[a], tiles[blocked.index(a)])
                     for a in range(rank)]
@@ -248,14 +277,9 @@ def _ownership_rules():
         new_kernel = KernelT.make(kname, Segs.cons(Seg.make(_les(*new_exts), "row_major", LE.none()), Segs.nil()),
                                   lau, Region.make(0, argtys, Stmts.cons(new_group, Stmts.nil()), yields, ya))
         name = f"blocking.ownership_rank{rank}"
-        warp = var("warp", i64)
-        # a tile axis holds at least a warp (wave) of lanes: smaller tiles leave lanes idle on every target
-        wide_enough = [eq(t.bool_ge(warp)).to(Bool(True)) for t in tvars]
-        out.append((name, rule(kernel, Unblocked(segs), TargetInt("warp_size", warp), *[TileCand(t) for t in tvars],
-                               *wide_enough, name=name).then(
-            union(kernel).with_(new_kernel)),
-            f"one program per member of a rank-{rank} segment == one program per tile of its last {len(tvars)} "
-            f"axes, with tail validity"))
+        out.append((name, rule(kernel, Unblocked(segs), name=name).then(union(kernel).with_(new_kernel)),
+                    f"one program per member of a rank-{rank} segment == one program per tile of its last "
+                    f"{n_blocked} axes, with tail validity"))
     return out
 
 
@@ -320,8 +344,24 @@ def _lift_rules():
             expr = one if expr is None else Val.op("and", _vals(expr, one), AMap.nil(), frag_ty("i1", mask, tiles))
         add(f"tail_own_{mask}", rewrite(tail(mask, own)).to(expr), f"tail validity over axes {_bits(mask)}")
     # demand: lifting an op lifts its operands first
-    add("demand_op", rule(eq(y).to(lift(Val.op(nm, xs, attrs, t), c))).then(Demand(xs, c)), "lift operands")
-    add("demand_cons", rule(Demand(Vals.cons(x, rest), c)).then(lift(x, c), Demand(rest, c)), "lift each operand")
+    add("demand_op", rule(eq(y).to(lift(Val.op(nm, xs, attrs, t), c))).then(lift_list(xs, c)), "lift operands")
+    add("lift_list_nil", rewrite(lift_list(Vals.nil(), c)).to(Vals.nil()), "lift [] = []")
+    add("lift_list_cons", rewrite(lift_list(Vals.cons(x, rest), c)).to(Vals.cons(lift(x, c), lift_list(rest, c))),
+        "lift each operand")
+    add("mask_vals_nil", rule(eq(xs).to(Vals.nil())).then(set_(MaskOfVals(xs)).to(0)), "no values, no axes")
+    add("mask_vals_cons", rule(eq(xs).to(Vals.cons(x, rest)), eq(ma).to(MaskOf(x)), eq(mb).to(MaskOfVals(rest))).then(
+        set_(MaskOfVals(xs)).to(ma | mb)), "axes of a list: the union of its values' axes")
+    add("bcast_list_nil", rewrite(bcast_list(Vals.nil(), msk, tiles)).to(Vals.nil()), "broadcast [] = []")
+    add("bcast_list_cons", rule(eq(xs).to(bcast_list(Vals.cons(x, rest), msk, tiles)), eq(ma).to(MaskOf(x))).then(
+        union(xs).with_(Vals.cons(bcast_to(x, ma, msk, tiles), bcast_list(rest, msk, tiles)))),
+        "broadcast each value")
+    add("snoc_nil", rewrite(snoc(Vals.nil(), z)).to(Vals.cons(z, Vals.nil())), "[] + [g] = [g]")
+    add("snoc_cons", rewrite(snoc(Vals.cons(x, rest), z)).to(Vals.cons(x, snoc(rest, z))), "(x:r) + [g] = x:(r + [g])")
+    add("guard_last_one", rewrite(guard_last(Vals.cons(x, Vals.nil()), z, msk, tiles)).to(
+        Vals.cons(Val.op("and", _vals(x, z), AMap.nil(), frag_ty("i1", msk, tiles)), Vals.nil())),
+        "the last value (the validity) and-ed with the tail")
+    add("guard_last_more", rewrite(guard_last(Vals.cons(x, Vals.cons(w, rest)), z, msk, tiles)).to(
+        Vals.cons(x, guard_last(Vals.cons(w, rest), z, msk, tiles))), "earlier values are kept")
     # substituted arguments
     add("arg_coord", rewrite(lift(Val.arg(1, k, INDEX), own)).to(nth(coords, k)),
         "group axis k -> its tile coordinate (a uniform index for an unblocked axis)")
@@ -337,54 +377,31 @@ def _lift_rules():
                                eq(tiles).to(ctx_tiles(c)), eq(la).to(lift(x, c)), eq(ma).to(MaskOf(la)),
                                eq(mo).to(MaskOf(o))).then(
         union(y).with_(bcast_to(la, ma, ma | mo, tiles))), "a broadcast re-targets its lifted operand")
-    arity = {1: [x], 2: [x, z], 3: [x, z, w]}
-    lifted = {1: [la], 2: [la, lb], 3: [la, lb, lc]}
-    masks_ = {1: [ma], 2: [ma, mb], 3: [ma, mb, mc]}
-    for n_ in (1, 2, 3):
-        facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(nm, _vals(*arity[n_]), attrs, t)), Elementwise(nm),
-                 eq(mo).to(MaskOf(o))]
-        for xi, li, mi in zip(arity[n_], lifted[n_], masks_[n_]):
-            facts += [eq(li).to(lift(xi, c)), eq(mi).to(MaskOf(li))]
-        total = mo
-        for mi in masks_[n_]:
-            total = total | mi
-        add(f"lift_elementwise{n_}_same", rule(*facts, eq(total).to(mo)).then(union(y).with_(
-            Val.op(nm, _vals(*lifted[n_]), attrs, t))), "an element-wise op over unchanged axes")
-        facts += [eq(tiles).to(ctx_tiles(c)), eq(dt).to(DtypeOf(o))]
-        add(f"lift_elementwise{n_}", rule(*facts, ne(total).to(mo)).then(union(y).with_(
-            Val.op(nm, _vals(*[bcast_to(li, mi, total, tiles) for li, mi in zip(lifted[n_], masks_[n_])]),
-                   attrs, frag_ty(dt, total, tiles)))),
-            "an element-wise op lifts over the union of its operands' axes")
-    # loads and gathers over 1..4 coordinates, with or without a validity operand
+    lxs = var("lxs", Vals)
+    ml = var("ml", i64)
+    facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(nm, xs, attrs, t)), Elementwise(nm), eq(lxs).to(lift_list(xs, c)),
+             eq(ml).to(MaskOfVals(lxs)), eq(mo).to(MaskOf(o))]
+    add("lift_elementwise_same", rule(*facts, eq(mo | ml).to(mo)).then(union(y).with_(Val.op(nm, lxs, attrs, t))),
+        "an element-wise op over unchanged axes")
+    add("lift_elementwise", rule(*facts, ne(mo | ml).to(mo), eq(tiles).to(ctx_tiles(c)), eq(dt).to(DtypeOf(o))).then(
+        union(y).with_(Val.op(nm, bcast_list(lxs, mo | ml, tiles), attrs, frag_ty(dt, mo | ml, tiles)))),
+        "an element-wise op lifts over the union of its operands' axes")
+    # loads and gathers (view, coordinates..., [validity]): the coordinates (and validity) lifted as one list
     view = var("view", Val)
-    for n in (1, 2, 3, 4):
-        cs = list(vars_(" ".join(f"c{j}" for j in range(n)), Val))
-        lcs = list(vars_(" ".join(f"l{j}" for j in range(n)), Val))
-        mks = list(vars_(" ".join(f"m{j}" for j in range(n)), i64))
-        for valid in (0, 1):
-            operands = [view] + cs + ([x] if valid else [])
-            facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(nm, _vals(*operands), attrs, t)), ReadOp(nm),
-                     HasValid(attrs, valid), eq(tiles).to(ctx_tiles(c)), eq(mo).to(MaskOf(o)),
-                     eq(dt).to(DtypeOf(o))]
-            for cj, lj, mj in zip(cs, lcs, mks):
-                facts += [eq(lj).to(lift(cj, c)), eq(mj).to(MaskOf(lj))]
-            total = mo
-            for mj in mks:
-                total = total | mj
-            if valid:
-                facts += [eq(la).to(lift(x, c)), eq(ma).to(MaskOf(la))]
-                total = total | ma
-            guard = tail(total, c)
-            if valid:
-                guard = Val.op("and", _vals(bcast_to(la, ma, total, tiles), guard), AMap.nil(),
-                               frag_ty("i1", total, tiles))
-            new_coords = [bcast_to(lj, mj, total, tiles) for lj, mj in zip(lcs, mks)]
-            tag = f"read{n}_{'valid' if valid else 'plain'}"
-            new = Val.op(nm, _vals(view, *new_coords, guard), mark_valid_fill(attrs, zf), frag_ty(dt, total, tiles))
-            add(f"lift_{tag}", rule(*facts, ne(total).to(mo), ZeroOf(dt, zf)).then(union(y).with_(new)),
-                "a load/gather over the tile reads only the lanes inside the segment (tail validity, fill)")
-            add(f"lift_{tag}_same", rule(*facts, eq(total).to(mo)).then(union(y).with_(o)),
-                "a load/gather at unchanged coordinates is unchanged")
+    for valid in (0, 1):
+        facts = [eq(y).to(lift(o, c)), eq(o).to(Val.op(nm, Vals.cons(view, rest), attrs, t)), ReadOp(nm),
+                 HasValid(attrs, valid), eq(lxs).to(lift_list(rest, c)), eq(ml).to(MaskOfVals(lxs)),
+                 eq(mo).to(MaskOf(o))]
+        total = mo | ml
+        listed = bcast_list(lxs, total, tiles)
+        ops = guard_last(listed, tail(total, c), total, tiles) if valid else snoc(listed, tail(total, c))
+        tag = f"read_{'valid' if valid else 'plain'}"
+        add(f"lift_{tag}", rule(*facts, ne(total).to(mo), eq(tiles).to(ctx_tiles(c)), eq(dt).to(DtypeOf(o)),
+                                ZeroOf(dt, zf)).then(union(y).with_(
+            Val.op(nm, Vals.cons(view, ops), mark_valid_fill(attrs, zf), frag_ty(dt, total, tiles)))),
+            "a load/gather over the tile reads only the lanes inside the segment (tail validity, fill)")
+        add(f"lift_{tag}_same", rule(*facts, eq(total).to(mo)).then(union(y).with_(o)),
+            "a load/gather at unchanged coordinates is unchanged")
     # pure single-carry loops: the accumulator becomes a lane fragment; bounds stay uniform
     lb_, ub_, st_, y0 = vars_("lb_ ub_ st_ y0", Val)
     ivt = var("ivt", Ty)
@@ -415,30 +432,20 @@ def _lift_rules():
             frag_ty(dt, full, tiles)))),
         "a pure ordered loop runs per lane")
     # effects: stores / scatters / scatter-reduces write every lane of the accumulator shape under the tail
-    for n in (1, 2, 3, 4):
-        cs = list(vars_(" ".join(f"c{j}" for j in range(n)), Val))
-        lcs = list(vars_(" ".join(f"l{j}" for j in range(n)), Val))
-        mks = list(vars_(" ".join(f"m{j}" for j in range(n)), i64))
-        for valid in (0, 1):
-            operands = [view] + cs + [z] + ([x] if valid else [])
-            stmt = Stmt.op(seq, nm, _vals(*operands), attrs, Tys.nil(), regs)
-            pattern = lift_stmts(Stmts.cons(stmt, ss), own)
-            tag = f"write{n}_{'valid' if valid else 'plain'}"
-            add(f"demand_{tag}", rule(eq(s_).to(pattern), WriteOp(nm), HasValid(attrs, valid)).then(
-                Demand(_vals(*operands[1:]), own)), "lift the operands of a store/scatter")
-            facts = [eq(s_).to(pattern), WriteOp(nm), HasValid(attrs, valid),
-                     eq(lb).to(lift(z, own)), eq(mb).to(MaskOf(lb))]
-            for cj, lj, mj in zip(cs, lcs, mks):
-                facts += [eq(lj).to(lift(cj, own)), eq(mj).to(MaskOf(lj))]
-            guard = tail(full, own)
-            if valid:
-                facts += [eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la))]
-                guard = Val.op("and", _vals(bcast_to(la, ma, full, tiles), guard), AMap.nil(),
-                               frag_ty("i1", full, tiles))
-            new = Stmt.op(seq, nm, _vals(view, *[bcast_to(lj, mj, full, tiles) for lj, mj in zip(lcs, mks)],
-                                         bcast_to(lb, mb, full, tiles), guard), mark_valid(attrs), Tys.nil(), regs)
-            add(f"lift_{tag}", rule(*facts).then(union(s_).with_(Stmts.cons(new, lift_stmts(ss, own)))),
-                "a store/scatter over the tile writes every lane inside the segment once")
+    for valid in (0, 1):
+        stmt = Stmt.op(seq, nm, Vals.cons(view, rest), attrs, Tys.nil(), regs)
+        pattern = lift_stmts(Stmts.cons(stmt, ss), own)
+        tag = f"write_{'valid' if valid else 'plain'}"
+        if not valid:
+            add("demand_write", rule(eq(s_).to(pattern), WriteOp(nm)).then(lift_list(rest, own)),
+                "lift the operands of a store/scatter")
+        listed = bcast_list(lxs, full, tiles)
+        ops = guard_last(listed, tail(full, own), full, tiles) if valid else snoc(listed, tail(full, own))
+        add(f"lift_{tag}", rule(eq(s_).to(pattern), WriteOp(nm), HasValid(attrs, valid),
+                                eq(lxs).to(lift_list(rest, own)), eq(ml).to(MaskOfVals(lxs))).then(
+            union(s_).with_(Stmts.cons(Stmt.op(seq, nm, Vals.cons(view, ops), mark_valid(attrs), Tys.nil(), regs),
+                                       lift_stmts(ss, own)))),
+            "a store/scatter over the tile writes every lane inside the segment once")
     add("lift_stmts_nil", rewrite(lift_stmts(Stmts.nil(), var("cg", LiftCtx))).to(Stmts.nil()), "lift [] = []")
     # attribute plumbing
     add("has_valid_true", rule(eq(m).to(AMap.cons("valid", A.bool_(1), attrs))).then(HasValid(m, 1)), "valid")

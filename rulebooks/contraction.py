@@ -5,7 +5,8 @@ accumulator's initial value.
 Reads: ``for`` loops whose ``reduce = add`` mark says they realize an ordinary KIR sum (construction sets it; the
 shared verifier checks the body really is ``add(carried, member)``), blocked by ownership (``blocking``) so the
 accumulator is a ``[T0, T1]`` fragment over axes ``b0, b1``; the member's operand loads and their coordinates;
-value types; the target's tile candidates (``TileCand``) for the reduction tile ``TK``.
+value types. The reduction tile ``TK`` is the symbolic parameter ``TILE_K``, bound after extraction from the
+target's candidates in [16, 64] (a matrix unit needs K >= 16).
 
 Legality: ``blocking.contract_loop``: the member is ``mul(broadcast(a), broadcast(b))`` in the accumulator dtype
 (same-dtype add reduction of a float multiply), ``a`` a load over ``b0`` whose last coordinate is the loop's
@@ -33,9 +34,8 @@ validity, the ``reduce`` loop form).
 """
 from __future__ import annotations
 
-from egglog import Bool, String, eq, i64, relation, rule, ruleset, union, var, vars_
+from egglog import String, eq, i64, relation, rule, ruleset, union, var, vars_
 
-from intent_eqsat.rules.facts import TileCand
 from intent_eqsat.rules.sorts import LE, LEs, A, AMap, As, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
 
 GROUP = "contraction"
@@ -45,9 +45,8 @@ SUPPORT = ruleset(name="contraction_support")
 ANALYSES = (SUPPORT,)
 
 INDEX = Ty.scalar("index")
-#: reduction tile sizes the K loop may take (the target's candidates inside this window: a matrix unit needs
-#: K >= 16; larger tiles only cost shared memory)
-TK_MIN, TK_MAX = 16, 64
+#: the reduction tile size parameter (bound by the optimizer after extraction, ``intent_eqsat.rules.tiles``)
+TILE_K = "TILE_K"
 
 #: ``m`` holds ``key = value`` (for the keys this group reads)
 CAttr = relation("ContractAttr", AMap, String, A)
@@ -138,14 +137,14 @@ def _contract_loop_rules() -> list:
     viewa, viewb, pre_a, pre_b = vars_("viewa viewb pre_a pre_b", Val)
     attrs, rya, ya, ma, mb, pm, cs_a, cs_b, fa_rest, fb_rest, ka_m, kb_m, cattrs = vars_(
         "attrs rya ya ma mb pm cs_a cs_b fa_rest fb_rest ka_m kb_m cattrs", AMap)
-    d, tk = vars_("d tk", i64)
+    d = var("d", i64)
     t0, t1 = vars_("t0 t1", LE)
     ty = _frag(dt, [t0, t1], ["b0", "b1"])
     iv = Val.arg(d, 0, INDEX)
     acc = Val.arg(d, 1, ty)
     ka = Val.op("broadcast", _vals(iv), ka_m, _frag("index", [t0], ["b0"]))
     kb = Val.op("broadcast", _vals(iv), kb_m, _frag("index", [t1], ["b1"]))
-    tkle = LE.int_(tk)
+    tkle = LE.sym(TILE_K)
     # the K tile: k0 + range(TK) over axis b2, its tail, the tiles' coordinates and validity
     kc_ty = _frag("index", [tkle], ["b2"])
     kc = Val.op("add", _vals(_bcast(iv, [], kc_ty), Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(),
@@ -196,8 +195,7 @@ def _contract_loop_rules() -> list:
                 R.append((name, rule(
                     eq(y).to(loop), CAttr(attrs, "reduce", A.str_("add")), *step1, *dims_facts,
                     CAttr(fa_rest, "fill", A.float_("0.0")), CAttr(fb_rest, "fill", A.float_("0.0")),
-                    TileCand(tk), eq(tk.bool_ge(i64(TK_MIN))).to(Bool(True)),
-                    eq(tk.bool_le(i64(TK_MAX))).to(Bool(True)), name=name).then(union(y).with_(new)),
+                    name=name).then(union(y).with_(new)),
                     "for k step 1: acc + bcast(A[.., m, k]) * bcast(B[.., k, n])  ==  for k0 step TK: "
                     "contract(A[.., m, k0:k0+TK], B[.., k0:k0+TK, n], acc)  (an ordinary sum: members regrouped; "
                     "tail members load 0)"))

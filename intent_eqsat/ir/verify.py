@@ -1588,9 +1588,16 @@ def check_reduce_loops(ctx: _Ctx) -> Errors:
             else:
                 yield ctx.err("reduce_loops", f"a reduce = {comb} loop must yield {comb}(%{carried.name}, x)", info, op)
                 continue
-            labels = info.labels({carried.name: frozenset({"acc"})})
+            # local def-use inside the body (values of enclosing regions and the iv never depend on the carried
+            # value of this loop; the kernel-wide propagation is coarser around region ops)
+            tainted = {carried.name}
+            for inner in walk(region):
+                if any(v.name in tainted for v in inner.operands):
+                    tainted.update(r.name for r in inner.results)
+                    for reg in inner.regions:
+                        tainted.update(a.name for a in reg.args)
             for x in members:
-                if "acc" in labels.get(x.name, frozenset()) or x.name == carried.name:
+                if x.name in tainted:
                     yield ctx.err("reduce_loops", f"a reduce = {comb} loop's member %{x.name} depends on the carried value "
                                      f"%{carried.name} (an ordered recurrence is not a reduction)", info, op)
                     break

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 from intent_eqsat import ir
@@ -42,6 +42,7 @@ from intent_eqsat.ir.printer import format_kernel
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import registry as R
+from intent_eqsat.rules import tiles as TILES
 from intent_eqsat.rules.decode import decode_kernel
 from intent_eqsat.rules.egraph import Export, KernelGraph
 from intent_eqsat.rules.encode import Provenance
@@ -114,10 +115,14 @@ class Candidate:
     _prov: Provenance | None = field(default=None, repr=False)
 
     def decode(self) -> Kernel:
-        """The candidate as an explicit (unverified) GPU IR kernel."""
+        """The candidate as an explicit (unverified) GPU IR kernel (its tile parameters bound to ``params``)."""
         if self.term is None or self._template is None:
             raise OptimizeError(f"candidate {self.rank} of kernel {self.kernel} has no term")
-        return decode_kernel(self.term, self._template, self._prov)
+        k = decode_kernel(self.term, self._template, self._prov)
+        if self.params:
+            k = TILES.bind(k, {n: v for n, v in self.params.items() if n in TILES.NAMES},
+                           Module("sm90", CompileOptions(), [], [k]))
+        return k
 
     def as_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "rank": self.rank, "cost": self.cost, "forbidden": self.forbidden,
@@ -138,6 +143,8 @@ class KernelResult:
     remarks: list[str] = field(default_factory=list)
     breakdown: dict[str, float] | None = None
     graph: KernelGraph | None = field(default=None, repr=False)
+    #: the tile parameters' values the cost model chose (``intent_eqsat.rules.tiles``)
+    binding: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -214,6 +221,12 @@ def _extract_term(export: Export, node_cost: NodeCost, kernel: str, stage: str) 
     if not math.isfinite(root_cost):
         raise OptimizeError(f"kernel {kernel}, {stage}: the e-graph has no finite-cost program (root cost "
                             f"{root_cost})")
+    share = getattr(getattr(node_cost, "__self__", None), "share_results", None)
+    if callable(share):                     # DAG sharing of multi-result ops (cost.CostModel.share_results)
+        shared, total = share(choice, export.root)
+        if total is not None:                 # a swap made the exactly-costed program cheaper
+            choice, cost = shared, {**cost, export.root: total}
+            root_cost = total
     return from_json_choice(export.nodes, choice, export.root, eclass_of=export.eclass_of), root_cost, choice, cost
 
 
@@ -294,8 +307,31 @@ def kernel_text(kernel: Kernel) -> str:
     return "\n".join(format_kernel(kernel, 0)) + "\n"
 
 
-def _module_with(program: Module, kernel: Kernel, options: CompileOptions, target: str) -> Module:
-    return Module(target, options, list(program.params), [kernel])
+def _module_with(program: Module, kernel: Kernel, options: CompileOptions, target: str,
+                 extra: Sequence[Any] = ()) -> Module:
+    return Module(target, options, list(program.params) + list(extra), [kernel])
+
+
+def _extraction_cost(cost: Any, tile_defaults: dict[str, int]) -> Any:
+    """The cost the extractor uses: the model with the tile parameters at their defaults (structures are compared
+    there; :mod:`intent_eqsat.rules.tiles` binds the sizes afterwards). A user's own sizes win."""
+    from intent_eqsat.extract.cost import RooflineCost
+    if isinstance(cost, RooflineCost):
+        return RooflineCost(cost.target, {**tile_defaults, **cost.sizes}, provider=cost.provider,
+                            cost_params=cost.cost_params)
+    return cost
+
+
+def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Callable[[Kernel, dict], float]:
+    """Cost of a decoded kernel at one tile binding (the same roofline model as the extractor's)."""
+    from intent_eqsat.extract.cost import RooflineCost, estimate
+    sizes = dict(getattr(cost, "sizes", {}) or {}) if isinstance(cost, RooflineCost) else {}
+    kw = {"provider": cost.provider, "cost_params": cost.cost_params} if isinstance(cost, RooflineCost) else {}
+    tgt = cost.target if isinstance(cost, RooflineCost) else target
+
+    def of(kernel: Kernel, binding: dict) -> float:
+        return float(estimate(kernel, tgt, {**tile_defaults, **sizes, **binding}, **kw).total)
+    return of
 
 
 def _phase(phases: dict, name: str, t0: float) -> float:
@@ -309,6 +345,15 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
                      n_candidates: int, candidate_seconds: float, snapshots: bool, keep_graph: bool,
                      phases: dict, egraph: Any = None) -> KernelResult:
     t = time.perf_counter()
+    from intent_eqsat.providers.targets import get_target
+    clash = TILES.reserved_clash(kernel)
+    if clash:
+        raise OptimizeError(f"kernel {kernel.name} uses the reserved tile parameter name(s) {', '.join(clash)}; "
+                            f"rename those shape symbols")
+    doms = TILES.domains(get_target(target), facts.tiles or (32, 64, 128))
+    tile_defaults = TILES.defaults(doms)
+    tile_decls = TILES.decls(doms)
+    ext_cost = _extraction_cost(cost, tile_defaults)
     graph = KernelGraph(kernel, egraph=egraph)
     F.insert(graph.egraph, facts)
     for g in groups:
@@ -327,7 +372,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
             return last["value"]
         t0 = time.perf_counter()
         export = graph.export()
-        nc = _node_cost(cost, export)
+        nc = _node_cost(ext_cost, export)
         term, rc, choice, costs = _extract_term(export, nc, kernel.name, stage)
         t1 = _phase(phases, "extract", t0)
         try:
@@ -337,7 +382,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
                 from err
         t2 = _phase(phases, "decode", t1)
         try:
-            ir.verify(_module_with(program, decoded, options, target))
+            ir.verify(_module_with(program, decoded, options, target, tile_decls))
         except VerificationError as err:
             raise GroupVerificationError(group, kernel.name, err) from err
         _phase(phases, "verify", t2)
@@ -355,13 +400,30 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
 
     res.runs = run_groups(graph.egraph, groups, limits, kernel=kernel.name, deadline=deadline, after=after)
     decoded, term, rc, choice, costs, export = current("final extraction", None)
-    res.kernel, res.cost = decoded, rc
     res.egraph_size = egraph_size(graph.egraph)
+    # bind the tile parameters (PASS-6): every binding of the parameters the program uses, by the cost model
     t = time.perf_counter()
-    res.candidates = _candidates(export, _node_cost(cost, export), choice, costs, term, n_candidates, kernel.name,
-                                 kernel, graph.prov, candidate_seconds)
+    cost_at = _binding_cost(cost, target, tile_defaults)
+    ranked = TILES.choose(decoded, doms, lambda b: cost_at(decoded, b))
+    best_cost, best = ranked[0]
+    bound = TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))
+    try:
+        ir.verify(_module_with(program, bound, options, target))
+    except VerificationError as err:
+        raise GroupVerificationError(None, kernel.name, err) from err
+    res.kernel, res.cost, res.binding = bound, (best_cost if math.isfinite(best_cost) else rc), best
+    _phase(phases, "bind", t)
+    t = time.perf_counter()
+    alt_bindings = [Candidate(kernel.name, 0, c, None, dict(b), term, kernel, graph.prov) for c, b in ranked[1:]
+                    if math.isfinite(c)]
+    alt_terms = _candidates(export, _node_cost(ext_cost, export), choice, costs, term, n_candidates, kernel.name,
+                            kernel, graph.prov, candidate_seconds)
+    for c in alt_terms:
+        c.params = dict(best)
+    merged = sorted(alt_bindings + alt_terms, key=lambda c: c.cost) if n_candidates > 0 else []
+    res.candidates = [replace(c, rank=i + 1) for i, c in enumerate(merged)]
     _phase(phases, "candidates", t)
-    res.breakdown = _breakdown(cost, export, choice, export.root)
+    res.breakdown = _breakdown(ext_cost, export, choice, export.root)
     for msg, loc in F.remarks(graph.egraph):
         res.remarks.append(f"kernel {kernel.name}{', ' + loc if loc else ''}: {msg}")
     if keep_graph:

@@ -1,0 +1,98 @@
+"""Tile-size parameters: rules build parameterized fragments, the optimizer binds them (SPEC PASS-3.3, PASS-6).
+
+Blocking and contraction write tile sizes as the symbols ``TILE_B0``, ``TILE_B1`` (ownership tiles of the two
+blocked program axes) and ``TILE_K`` (the reduction tile). One lifted body then serves every size, so the e-graph
+holds one variant per *structure* instead of one per structure and size (egglog's cost grows with both).
+
+Extraction compares structures at the domains' middle values (:func:`defaults`); afterwards :func:`choose` costs
+the extracted kernel at every binding of the parameters it uses (the cost model evaluates the symbols from its
+size environment, so nothing is rebuilt), and :func:`bind` writes the best binding into the kernel as literals.
+The other bindings, ranked, are the optimizer's parameter candidates (the provider's Config set).
+
+Domains come from the target: ownership tiles are the tile candidates at least as wide as the target's warp (a
+narrower tile leaves lanes idle on every target); the reduction tile is a candidate in [16, 64] (a matrix unit
+needs K >= 16; larger K tiles only cost shared memory).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+from intent_eqsat.ir.core import Kernel, Module, ParamDecl
+from intent_eqsat.ir.parser import parse_module
+from intent_eqsat.ir.printer import print_module
+
+OWNERSHIP = ("TILE_B0", "TILE_B1")
+REDUCTION = ("TILE_K",)
+NAMES = OWNERSHIP + REDUCTION
+K_MIN, K_MAX = 16, 64
+_WORD = re.compile(r"\b(" + "|".join(NAMES) + r")\b")
+
+
+def domains(target: Any, candidates: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """Candidate values of each tile parameter on ``target`` (``candidates``: the target's tile-size domain)."""
+    cands = tuple(sorted(set(int(c) for c in candidates)))
+    warp = int(getattr(target, "warp_size", 32) or 32)
+    own = tuple(c for c in cands if c >= warp) or (cands[-1],)
+    red = tuple(c for c in cands if K_MIN <= c <= K_MAX) or (min(cands, key=lambda c: abs(c - 32)),)
+    return {**{n: own for n in OWNERSHIP}, **{n: red for n in REDUCTION}}
+
+
+def defaults(doms: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """The value each parameter takes while structures are compared (the middle of its domain)."""
+    return {n: int(sorted(d)[(len(d) - 1) // 2]) for n, d in doms.items()}
+
+
+def decls(doms: Mapping[str, Sequence[int]]) -> list[ParamDecl]:
+    """Parameter declarations (what the verifier needs to accept a kernel that still holds the symbols)."""
+    dflt = defaults(doms)
+    return [ParamDecl(n, dflt[n], tuple(doms[n])) for n in NAMES]
+
+
+def used(kernel: Kernel) -> list[str]:
+    """The tile parameters a kernel mentions, in :data:`NAMES` order."""
+    found = set(_WORD.findall(_text(kernel)))
+    return [n for n in NAMES if n in found]
+
+
+def _text(kernel: Kernel) -> str:
+    from intent_eqsat.ir.printer import format_kernel
+    return "\n".join(format_kernel(kernel, 0))
+
+
+def reserved_clash(kernel: Kernel) -> list[str]:
+    """Tile parameter names the input kernel already uses (its own shape symbols): those cannot be introduced."""
+    return used(kernel)
+
+
+def choose(kernel: Kernel, doms: Mapping[str, Sequence[int]], cost_of: Callable[[Mapping[str, int]], float],
+           *, keep: int = 8) -> list[tuple[float, dict[str, int]]]:
+    """Every binding of the parameters ``kernel`` uses, costed by ``cost_of(binding)``, cheapest first (ties: the
+    binding with smaller tiles first, so the order is deterministic); at most ``keep`` (always the best)."""
+    names = used(kernel)
+    if not names:
+        return [(cost_of({}), {})]
+    ranked = []
+    for combo in itertools.product(*(sorted(doms[n]) for n in names)):
+        binding = dict(zip(names, (int(c) for c in combo)))
+        c = cost_of(binding)
+        ranked.append((c if c == c else math.inf, binding))
+    ranked.sort(key=lambda cb: (cb[0], tuple(cb[1][n] for n in names)))
+    return ranked[:keep]
+
+
+def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
+    """``kernel`` with the tile parameters replaced by literals (through the exact text form: every LaunchExpr,
+    fragment type and launch value that names them is re-read and simplified)."""
+    if not binding:
+        return kernel
+    params = [p for p in module.params if p.name not in NAMES]
+    text = print_module(Module(module.target, module.options, params, [kernel]))
+    bound = _WORD.sub(lambda m: str(int(binding[m.group(1)])) if m.group(1) in binding else m.group(1), text)
+    return parse_module(bound).kernels[0]
+
+
+__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "domains", "defaults", "decls", "used", "choose", "bind",
+           "reserved_clash"]
