@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 some input failed (each reported with its error kind an
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -228,13 +229,57 @@ def cmd_rules(args: argparse.Namespace) -> int:
             _err(f"rules show: {err.args[0] if err.args else f'no rule named {args.name!r}'}")
             return EXIT_USAGE
     else:
-        from intent_eqsat.batch.runner import collect_inputs
-
-        paths = collect_inputs(args.paths) if args.paths else None
-        out = fn(corpus=paths, rulebooks=_list(args.rulebooks))
+        return _rules_audit(args, fn)
     text = _render(out)
     if text:
         print(text.rstrip("\n"))
+    ok = getattr(out, "ok", True)
+    return EXIT_OK if ok in (True, None) else EXIT_FAILED
+
+
+def _rules_audit(args: argparse.Namespace, fn: Any) -> int:
+    """``rules audit``: the table on stdout, progress on stderr, ``--json PATH``; exit 0 all sound, 1 a rule failed
+    translation validation, 2 usage error."""
+    from intent_eqsat.batch.runner import collect_inputs
+    from intent_eqsat.rules.registry import RulebookError
+
+    paths = collect_inputs(args.paths) if args.paths else None
+    for name in ("examples", "programs", "min_size", "max_size", "max_elements"):
+        if getattr(args, name) < 1:
+            raise _Usage(f"--{name.replace('_', '-')} must be at least 1")
+    if args.max_size < args.min_size:
+        raise _Usage("--max-size must be at least --min-size")
+    kwargs: dict[str, Any] = dict(corpus=paths, rulebooks=_list(args.rulebooks), target=args.target,
+                                  options=_options(args.options), groups=_list(args.groups),
+                                  examples=args.examples, programs=args.programs, seed=args.seed,
+                                  min_size=args.min_size, max_size=args.max_size, max_elements=args.max_elements,
+                                  progress=not args.no_progress)
+    try:                                   # an audit function that takes fewer options gets the ones it names
+        params = inspect.signature(fn).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            kwargs = {k: v for k, v in kwargs.items() if k in params}
+    except (TypeError, ValueError):
+        pass
+    try:
+        out = fn(**kwargs)
+    except LookupError as err:
+        _err(f"rules audit: {err.args[0] if err.args else err}")
+        return EXIT_USAGE
+    except RulebookError as err:
+        _err(f"rules audit: {_format_error(err)}")
+        return EXIT_USAGE
+    except ValueError as err:          # AuditUsageError, bad option values
+        if _is_usage(err) or type(err).__name__ == "AuditUsageError":
+            _err(f"rules audit: {err}")
+            return EXIT_USAGE
+        raise
+    sys.stdout.write(_render(out).rstrip("\n") + "\n")
+    if args.json:
+        to_json = getattr(out, "to_json", None)
+        from intent_eqsat.pipeline import to_plain
+
+        _write(Path(args.json), to_json() if callable(to_json) else json.dumps(to_plain(out), indent=1) + "\n")
+        print(f"audit report: {args.json}", file=sys.stderr)
     ok = getattr(out, "ok", True)
     return EXIT_OK if ok in (True, None) else EXIT_FAILED
 
@@ -371,8 +416,21 @@ def build_parser() -> argparse.ArgumentParser:
     r = rsub.add_parser("show", help="one rule: declaration, tests, where it fired")
     r.add_argument("name")
     r = rsub.add_parser("audit", help="translation validation per rule, firing counts, rules that never fire")
-    r.add_argument("paths", nargs="*", metavar="DIR|GLOB|FILE", help="corpus (default: the optimizer's)")
-    r.add_argument("--rulebooks", metavar="NAME[,NAME]")
+    r.add_argument("paths", nargs="*", metavar="DIR|GLOB|FILE", help="corpus (default: examples/corpus)")
+    _common(r, provider=False)
+    r.add_argument("--groups", metavar="NAME[,NAME]", help="audit only these groups (default: every group)")
+    r.add_argument("--examples", type=int, default=4, metavar="N",
+                   help="hypothesis-drawn instances (shapes + input values) per kernel (default 4)")
+    r.add_argument("--programs", type=int, default=4, metavar="N",
+                   help="programs extracted and checked per group and kernel (default 4)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the instances and extractions (default 0)")
+    r.add_argument("--min-size", type=int, default=1, metavar="N", help="smallest shape-symbol size (default 1)")
+    r.add_argument("--max-size", type=int, default=17, metavar="N", help="largest shape-symbol size (default 17)")
+    r.add_argument("--max-elements", type=int, default=64, metavar="N",
+                   help="bound on the product of a kernel's shape sizes (default 64; the interpreter's time grows "
+                        "with it)")
+    r.add_argument("--json", metavar="PATH", help="also write the audit as JSON here")
+    r.add_argument("--no-progress", action="store_true", help="no per-kernel progress lines on stderr")
     p.set_defaults(func=cmd_rules)
 
     p = sub.add_parser("explain", help="why this program: cost breakdown against the runner-up")

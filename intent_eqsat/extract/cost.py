@@ -507,6 +507,8 @@ class CostModel:
     def _scan_structure(self) -> None:
         """Program counts of execution groups, statement homes, coordinate extents, carried arguments."""
         self._group_info: dict[str, _GroupInfo] = {}
+        self._kernel_segs: dict[str, list] = {}      # Kernel node -> its own (extents, order, group size) per segment
+        self._group_seg: dict[str, int] = {}         # execution_group Stmt node -> its segment index
         self._stmt_homes: dict[str, frozenset] = {}
         self._coord_ext: dict[int, int] = {}
         self._group_regions: set[str] = set()
@@ -526,6 +528,7 @@ class CostModel:
                     order = self._lit(sn, 1, "str")
                     g = self._eval_le_class(self._child_class(sn, 2))
                     segs.append((ext, order, None if g is None else max(1, int(g))))
+                self._kernel_segs[nid] = segs
                 for ext, _, _ in segs:
                     for i, e in enumerate(ext):
                         self._coord_ext[i] = max(self._coord_ext.get(i, 0), e)
@@ -538,6 +541,7 @@ class CostModel:
                             seg = self._attrs(self._child_class(snid, 3)).get("segment", 0)
                             if not isinstance(seg, int) or not 0 <= seg < len(segs):
                                 continue
+                            self._group_seg[snid] = seg
                             ext, order, g = segs[seg]
                             info = _GroupInfo(math.prod(ext), ext, order, g)
                             old = self._group_info.get(snid)
@@ -1059,10 +1063,28 @@ class CostModel:
     def _kernel(self, nid: str, kids: list[Summary]) -> Summary:
         launch = self._eval_le_class(self._child_class(nid, 2))
         body = kids[3]
-        bd = self.finish(list(body.groups.values()), launch)
+        bd = self.finish([self._own_segment(nid, key, g) for key, g in body.groups.items()], launch)
         s = Summary(breakdown=bd)
         s.cost = bd.total
         return s
+
+    def _own_segment(self, kernel_nid: str, group_nid: str, g: Group) -> Group:
+        """``g`` with the program space of this Kernel node's own segment: kernels that differ only in their
+        program mapping (row-major / grouped order, PASS-3.2) share one body and so one execution_group node.
+        A grouped order pays its decode (two more integer divisions/remainders and three ops per program)."""
+        segs = self._kernel_segs.get(kernel_nid)
+        si = self._group_seg.get(group_nid)
+        if segs is None or si is None or not 0 <= si < len(segs):
+            return g
+        ext, order, gsz = segs[si]
+        if order != "grouped" and (ext, order, gsz) == (g.extents, g.order, g.group_size):
+            return g
+        programs = math.prod(ext)
+        work = g.work
+        if order == "grouped":
+            work = work + self._alu(self._lanes(1) * (2 * _INT_DIV_ALU + 3), "i32")
+        proxy = g.proxy / g.programs * programs if g.programs else g.proxy
+        return Group(programs, ext, order, gsz, work, proxy, g.peak, g.elems, g.smem)
 
     # -------------------------------------------------------------------------------------- the kernel
     def finish(self, groups: list[Group], launch: float | None = None) -> CostBreakdown:
@@ -1201,6 +1223,55 @@ class CostModel:
             return self.node_cost(nid, node, child_costs)
 
         return _extract(self.export, cost)
+
+    def share_results(self, choice: Mapping[str, str], root: str | None = None,
+                      max_swaps: int = 8) -> tuple[dict[str, str], float | None]:
+        """Reuse results of region ops the chosen program already runs (DAG sharing the greedy extractor misses).
+
+        The extractor picks each e-class's node by that node's own cost, so a class that could be a ``Res`` of a
+        multi-result op the program computes anyway (e.g. the running maximum of a one-pass online loop whose
+        other result the program already uses) still picks a cheaper standalone op - and the program runs both.
+        Here every reachable class with a ``Res`` alternative whose ``Multi`` class is already chosen in the
+        program is tried with that node; a swap is kept when :meth:`evaluate` (exact, DAG-aware) gets cheaper.
+        Returns the new choice and its exact total, or ``(choice, None)`` when no swap paid."""
+        from intent_eqsat.extract.rank import CyclicChoice, reachable
+        root = root or self.export.root
+        nodes = self.nodes
+        res_alts: dict[str, list[str]] = {}
+        for cls, members in self.export.classes.items():
+            if len(members) > 1:
+                alts = [nid for nid in members if nodes[nid]["op"] == "Res"]
+                if alts:
+                    res_alts[cls] = alts
+        current = dict(choice)
+        best: float | None = None
+        swapped = False
+        for _ in range(max_swaps):
+            try:
+                reach = reachable(self.export, current, root)
+            except CyclicChoice:
+                break
+            multis = {c for c in reach if nodes[current[c]]["op"] == "Multi"}
+            trials = [(c, nid) for c in reach for nid in res_alts.get(c, ())
+                      if nid != current[c] and self.ecl[nodes[nid]["children"][0]] in multis]
+            if not trials:
+                break
+            if best is None:
+                best = self.evaluate(current, root).total
+            for c, nid in trials:
+                trial = dict(current)
+                trial[c] = nid
+                try:
+                    reachable(self.export, trial, root)
+                except CyclicChoice:
+                    continue
+                total = self.evaluate(trial, root).total
+                if total < best * (1.0 - 1e-9):
+                    current, best, swapped = trial, total, True
+                    break
+            else:
+                break
+        return (current, best) if swapped else (choice, None)
 
     def evaluate(self, choice: Mapping[str, str], root: str | None = None) -> CostBreakdown:
         """The exact breakdown of the program that ``choice`` selects below ``root`` (default: the export root)."""

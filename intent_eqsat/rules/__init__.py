@@ -3,7 +3,7 @@ facts, the scheduler, the optimizer and per-group IR diffs. The rules themselves
 
 Public functions (``intent_eqsat.pipeline`` and the CLI look them up here): :func:`optimize`, :func:`optimize_kir`,
 :func:`list_rules` / :func:`rules_list`, :func:`show_rule` / :func:`rule_show`, :func:`diff`,
-:func:`rulebook_versions`. Like ``intent_eqsat.ir.verify``, the functions ``optimize`` and ``diff`` shadow their
+:func:`rulebook_versions`, :func:`audit` (``rules audit``). Like ``intent_eqsat.ir.verify``, the functions ``optimize``, ``diff`` and ``audit`` shadow their
 submodules of the same name: import from the submodules with ``from intent_eqsat.rules.optimize import ...``.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from intent_eqsat.rules.optimize import (OptimizeResult, GroupVerificationError,
                                          optimize_kir, rule_show, rules_list)
 from intent_eqsat.rules.optimize import optimize
 from intent_eqsat.rules.diff import diff
+from intent_eqsat.rules.audit import AuditResult, audit
 
 
 def list_rules(rulebooks=None):
@@ -34,4 +35,4 @@ def rulebook_versions(rulebooks=None):
 
 __all__ = ["optimize", "optimize_kir", "OptimizeResult", "Limits", "GroupRun", "OptimizeError",
            "GroupVerificationError", "RulebookError", "load_rulebooks", "rules_list", "rule_show", "list_rules",
-           "show_rule", "diff", "rulebook_versions"]
+           "show_rule", "diff", "rulebook_versions", "audit", "AuditResult"]

@@ -109,6 +109,8 @@ class KernelGraph:
             op = node["op"]
             if op not in SIGNATURES and not nid.startswith("primitive-"):
                 continue
+            if node.get("subsumed"):          # replaced by a rule (egglog ``subsume``): never extracted
+                continue
             nodes[nid] = node
             if op in SIGNATURES:
                 classes.setdefault(node["eclass"], []).append(nid)

@@ -6,6 +6,7 @@ Relations (pinned egglog names; import them from here - a rulebook must not decl
 - ``OptOnline(i64)``: 1 when ``online_reduction`` is on, else 0.
 - ``OptRemarks(i64)``: 1 when ``optimization_remarks`` is on, else 0.
 - ``TileCand(i64)``: a tile/block-size candidate of the target (the physical-parameter domain rules draw from).
+- ``GroupCand(i64)``: a group-size candidate of grouped program order (rows of tiles per group, PASS-3.2).
 - ``TargetInt(String, i64)``: integer features (``warp_size``, ``sm_count``, ``smem_per_block``,
   ``registers_per_block``, ``max_threads_per_block``, ``max_grid_rank``).
 - ``TargetHas(String)``: capabilities, ``"contract:<operand>:<accumulator>"``, ``"provider:<name>"``,
@@ -33,14 +34,17 @@ OptNumerics = relation("OptNumerics", String, egg_fn="OptNumerics")
 OptOnline = relation("OptOnline", i64, egg_fn="OptOnline")
 OptRemarks = relation("OptRemarks", i64, egg_fn="OptRemarks")
 TileCand = relation("TileCand", i64, egg_fn="TileCand")
+GroupCand = relation("GroupCand", i64, egg_fn="GroupCand")
 TargetInt = relation("TargetInt", String, i64, egg_fn="TargetInt")
 TargetHas = relation("TargetHas", String, egg_fn="TargetHas")
 Remark = relation("Remark", String, String, egg_fn="Remark")
 
-RELATIONS = (OptNumerics, OptOnline, OptRemarks, TileCand, TargetInt, TargetHas, Remark)
+RELATIONS = (OptNumerics, OptOnline, OptRemarks, TileCand, GroupCand, TargetInt, TargetHas, Remark)
 
 #: tile sizes rules may choose from before the resource bound (powers of two)
 BASE_TILE_SIZES = (16, 32, 64, 128, 256)
+#: group sizes (tile rows per group) of grouped program order; the cost model's L2 reuse picks one
+BASE_GROUP_SIZES = (4, 8, 16, 32)
 _INT_FEATURES = ("warp_size", "sm_count", "smem_per_block", "registers_per_block", "max_threads_per_block",
                  "max_grid_rank")
 
@@ -56,6 +60,15 @@ def tile_candidates(target: Any) -> tuple[int, ...]:
     return tuple(t for t in BASE_TILE_SIZES if t * t * 4 <= regs * 4 // 2)
 
 
+def group_candidates(target: Any) -> tuple[int, ...]:
+    """The grouped-order group sizes: ``target.group_candidates`` when the capability object declares them, else
+    :data:`BASE_GROUP_SIZES`."""
+    own = getattr(target, "group_candidates", None)
+    if own:
+        return tuple(sorted(int(x) for x in own))
+    return BASE_GROUP_SIZES
+
+
 @dataclass(frozen=True)
 class Facts:
     """The facts of one optimization: compile options and the target's features."""
@@ -66,6 +79,7 @@ class Facts:
     tiles: tuple[int, ...] = ()
     ints: tuple[tuple[str, int], ...] = ()
     has: tuple[str, ...] = ()
+    groups: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, options: CompileOptions | None = None, target: Any = None,
@@ -89,21 +103,26 @@ class Facts:
             has.extend(f"dtype:{d}" for d in sorted(tgt.fragment_dtypes))
             if tiles is None:
                 tiles = tile_candidates(tgt)
+            groups = group_candidates(tgt)
+        else:
+            groups = ()
         return cls(opts.numerics, bool(opts.online_reduction), bool(opts.optimization_remarks),
-                   tuple(tiles or ()), tuple(ints), tuple(dict.fromkeys(has)))
+                   tuple(tiles or ()), tuple(ints), tuple(dict.fromkeys(has)), tuple(groups))
 
     def program(self) -> str:
         """The egglog commands that insert these facts."""
         lines = [f"(OptNumerics {_q(self.numerics)})", f"(OptOnline {int(self.online)})",
                  f"(OptRemarks {int(self.remarks)})"]
         lines += [f"(TileCand {int(t)})" for t in self.tiles]
+        lines += [f"(GroupCand {int(g)})" for g in self.groups]
         lines += [f"(TargetInt {_q(k)} {int(v)})" for k, v in self.ints]
         lines += [f"(TargetHas {_q(h)})" for h in self.has]
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
         return {"numerics": self.numerics, "online": self.online, "remarks": self.remarks,
-                "tile_candidates": list(self.tiles), "target_ints": dict(self.ints), "target_has": len(self.has)}
+                "tile_candidates": list(self.tiles), "group_candidates": list(self.groups),
+                "target_ints": dict(self.ints), "target_has": len(self.has)}
 
 
 def _q(s: str) -> str:
@@ -136,5 +155,6 @@ def remarks(egraph: EGraph) -> list[tuple[str, str]]:
     return sorted(set(out))
 
 
-__all__ = ["OptNumerics", "OptOnline", "OptRemarks", "TileCand", "TargetInt", "TargetHas", "Remark", "RELATIONS",
-           "BASE_TILE_SIZES", "tile_candidates", "Facts", "declare", "insert", "remarks"]
+__all__ = ["OptNumerics", "OptOnline", "OptRemarks", "TileCand", "GroupCand", "TargetInt", "TargetHas", "Remark",
+           "RELATIONS", "BASE_TILE_SIZES", "BASE_GROUP_SIZES", "tile_candidates", "group_candidates", "Facts",
+           "declare", "insert", "remarks"]
