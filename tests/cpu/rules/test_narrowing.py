@@ -1,4 +1,4 @@
-"""The narrowing rulebook (SPEC PASS-3.5, IR-10 (11)), loaded by path from ``rulebooks/wip/``: a loop whose body
+"""The narrowing rulebook (SPEC PASS-3.5, IR-10 (11)), ``rulebooks/narrowing.py``: a loop whose body
 selects on ``iv <= x`` (x loop-invariant with exact bounds) is split into all-true / mixed / all-false ranges; the
 all-true loop has no mask left, the all-false loop is removed only when value propagation proves its body is the
 identity, the result verifies and equals the KIR float64 reference on odd shapes."""

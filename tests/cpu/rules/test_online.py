@@ -1,7 +1,7 @@
 """The online renormalization rulebook (SPEC PASS-1.2; issue 4 must-show "with relaxed_normalization attention
 becomes one online pass, with defaults it does not and the remark says missing numeric permission").
 
-The rulebook is developed in ``rulebooks/wip/online.py`` (not auto-loaded) and loaded here by path. Every optimized
+The rulebook is ``rulebooks/online.py`` (loaded by group name). Every optimized
 program passes the shared verifier and equals the KIR float64 reference on odd shapes, including rows whose scores
 are all ``-inf`` or start with ``-inf`` (the online loop's select guard)."""
 from __future__ import annotations
