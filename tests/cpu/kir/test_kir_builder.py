@@ -20,7 +20,7 @@ def test_gemm():
     A, B = k.view("A", "f16", "M", "K"), k.view("B", "f16", "K", "N")
     C = k.view("C", "f16", "M", "N", access="out")
     i, j, kk = kb.idx("m", "n", "k")
-    k.assign(C[i, j], kb.sum_(kk, A[i, kk] * B[kk, j]))
+    k.assign(C[i, j], kb.cast("f16", kb.sum_(kk, kb.cast("f32", A[i, kk]) * kb.cast("f32", B[kk, j]))))
     assert_same(kb.module(k), "gemm")
 
 
@@ -30,7 +30,8 @@ def test_gemm_bias_relu():
     bias = k.view("bias", "f32", "N")
     C = k.view("C", "f16", "M", "N", access="out")
     i, j, kk = kb.idx("m", "n", "k")
-    k.assign(C[i, j], kb.cast("f16", kb.maximum(kb.sum_(kk, A[i, kk] * B[kk, j]) + bias[j], 0.0)))
+    k.assign(C[i, j], kb.cast("f16", kb.maximum(
+        kb.sum_(kk, kb.cast("f32", A[i, kk]) * kb.cast("f32", B[kk, j])) + bias[j], 0.0)))
     assert_same(kb.module(k), "gemm_bias_relu")
 
 

@@ -34,8 +34,8 @@ def test_gemm(rng, M, K, N):
     B = rng.standard_normal((K, N)).astype(np.float16)
     C = evaluate(load("gemm"), "gemm", {"A": A, "B": B})["C"]
     assert C.dtype == np.float16
-    # Contract: f16 products rounded to f16, accumulated in f32, rounded once.
-    prods = (A[:, :, None].astype(np.float32) * B[None, :, :].astype(np.float32)).astype(np.float16)
+    # Contract: f32 products of the f16 operands (exact), accumulated in f32 in member order, rounded once.
+    prods = A[:, :, None].astype(np.float32) * B[None, :, :].astype(np.float32)
     acc = np.zeros((M, N), np.float32)
     for k in range(K):
         acc = acc + prods[:, k, :].astype(np.float32)
