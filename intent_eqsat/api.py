@@ -215,14 +215,17 @@ def _select_kernel(module: kir.KirModule, kernel: str | None) -> str:
 
 def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90", provider: str = "triton",
             options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
-            kernel: str | None = None, filename: str | None = None, optimize: bool = True) -> CompiledKernel:
+            kernel: str | None = None, filename: str | None = None, optimize: bool = True,
+            sizes: Mapping[str, int] | None = None) -> CompiledKernel:
     """Compile ``.kir`` text, a ``.kir`` path or a KIR module for ``target`` with ``provider``.
 
     Stages: load, KIR verify, construct, optimize (the e-graph optimizer when available; ``optimize=False``
-    serializes the constructed program), GPU IR verify, serialize. Errors are the layers' own typed errors (all
+    serializes the constructed program), GPU IR verify, serialize. ``sizes`` (e.g. ``{"M": 4096, "N": 4096,
+    "K": 4096}``) tells the cost model the problem to be fastest for: block sizes are chosen for it (the program
+    stays correct for every size). Errors are the layers' own typed errors (all
     :class:`~intent_eqsat.errors.IntentError`), carrying ``.stage`` and ``.kir_location``."""
     res = pipeline.run(source, target=target, provider=provider, options=options, rulebooks=rulebooks,
-                       filename=filename, optimize_program=optimize)
+                       filename=filename, optimize_program=optimize, sizes=sizes)
     opt = res.optimized
     report = dict(opt.report)
     if "phases" in report:
@@ -239,10 +242,10 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
 
 def optimize(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90",
              options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
-             filename: str | None = None) -> ir.Module:
-    """The extracted, verified GPU program (the constructed one until the optimizer exists), not serialized."""
+             filename: str | None = None, sizes: Mapping[str, int] | None = None) -> ir.Module:
+    """The extracted, verified GPU program, not serialized (``sizes``: as for :func:`compile`)."""
     return pipeline.run(source, target=target, provider=None, options=options, rulebooks=rulebooks,
-                        filename=filename).program
+                        filename=filename, sizes=sizes).program
 
 
 __all__ = ["CompiledKernel", "compile", "optimize", "generated_dir"]

@@ -209,12 +209,20 @@ def rulebook_versions(rulebooks: Any = None) -> Any:
     return to_plain(value) if value is not None else "none"
 
 
-def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebooks: Any = None) -> Optimized:
-    """Run the e-graph optimizer when it exists; otherwise pass the constructed program through with a remark."""
+def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebooks: Any = None,
+             sizes: Mapping[str, int] | None = None) -> Optimized:
+    """Run the e-graph optimizer when it exists; otherwise pass the constructed program through with a remark.
+    ``sizes`` binds shape symbols for the cost model (the problem the program should be fastest for); unbound
+    symbols take the model's default size."""
     fn = optimizer()
     if fn is None:
         return Optimized(program=program, remarks=[NO_OPTIMIZER_REMARK])
-    res = fn(program, target=target, options=options, rulebooks=rulebooks)
+    kw: dict[str, Any] = {}
+    if sizes:
+        from intent_eqsat.extract.cost import RooflineCost
+        from intent_eqsat.providers.targets import get_target
+        kw["cost"] = RooflineCost(get_target(target), {str(k): int(v) for k, v in sizes.items()})
+    res = fn(program, target=target, options=options, rulebooks=rulebooks, **kw)
     report = getattr(res, "report", None)
     report = dict(report) if isinstance(report, Mapping) else (to_plain(report) if report is not None else {})
     if not isinstance(report, dict):
@@ -270,6 +278,7 @@ class PipelineResult:
 def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90", provider: str | None = "triton",
         options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
         filename: str | None = None, stop_after: str | None = None, optimize_program: bool = True,
+        sizes: Mapping[str, int] | None = None,
         on_stage: Callable[[str], None] | None = None) -> PipelineResult:
     """Run the stages in order (``provider=None`` or ``stop_after="verify_gir"`` skips serialization;
     ``optimize_program=False`` skips the optimize stage: the constructed program goes on, with a remark).
@@ -301,7 +310,7 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     constructed = stage("construct", lambda: construct(module, target=target, options=opts))
     if optimize_program:
         optimized = stage("optimize", lambda: optimize(constructed, target=target, options=opts,
-                                                       rulebooks=rulebooks))
+                                                       rulebooks=rulebooks, sizes=sizes))
     else:
         optimized = Optimized(program=constructed, remarks=[SKIPPED_REMARK], status="skipped")
     program = optimized.program
