@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 
-from egglog import Bool, String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
+from egglog import String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
     set_, union, var, vars_
 
 from intent_eqsat.rules.terms import T as _Term, cons_list, t as _T

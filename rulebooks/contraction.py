@@ -36,7 +36,8 @@ from __future__ import annotations
 
 from egglog import String, eq, i64, relation, rule, ruleset, union, var, vars_
 
-from intent_eqsat.rules.sorts import LE, LEs, A, AMap, As, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
+from intent_eqsat.rules import patterns as P
+from intent_eqsat.rules.sorts import LE, LEs, A, AMap, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
 
 GROUP = "contraction"
 ORDER = 30
@@ -58,47 +59,16 @@ LoopFree = relation("ContractLoopFree", Val)
 LoopFreeVals = relation("ContractLoopFreeVals", Vals)
 
 
-def _vals(*xs) -> Vals:
-    out = Vals.nil()
-    for x in reversed(xs):
-        out = Vals.cons(x, out)
-    return out
-
-
-def _les(*xs) -> LEs:
-    out = LEs.nil()
-    for x in reversed(xs):
-        out = LEs.cons(x, out)
-    return out
-
-
-def _strs(*xs) -> Strs:
-    out = Strs.nil()
-    for x in reversed(xs):
-        out = Strs.cons(x, out)
-    return out
-
-
 def _ints(xs) -> A:
-    items = As.nil()
-    for d in reversed(list(xs)):
-        items = As.cons(A.int_(d), items)
-    return A.list_(items)
-
-
-def _amap(**kv) -> AMap:
-    out = AMap.nil()
-    for k in sorted(kv, reverse=True):
-        out = AMap.cons(k, kv[k], out)
-    return out
+    return P.alist(*(A.int_(d) for d in xs))
 
 
 def _frag(dt, shape: list, axes: list) -> Ty:
-    return Ty.frag_axes(dt, _les(*shape), _strs(*axes))
+    return Ty.frag_axes(dt, P.les(*shape), P.strs(*axes))
 
 
 def _bcast(x: Val, dims: list, ty: Ty) -> Val:
-    return Val.op("broadcast", _vals(x), _amap(dims=_ints(dims)), ty)
+    return Val.op("broadcast", P.vals(x), P.amap(dims=_ints(dims)), ty)
 
 
 def _support_rules() -> list:
@@ -118,7 +88,7 @@ def _support_rules() -> list:
         CAttr(m, k2, av)), "an attribute further down the map"))
     R.append(("contraction.zero_const", rule(eq(v).to(Val.op("const", Vals.nil(), m, t)),
                                              CAttr(m, "value", A.float_("0.0"))).then(ZeroVal(v)), "const 0.0"))
-    R.append(("contraction.zero_bcast", rule(eq(v).to(Val.op("broadcast", _vals(x), m, t)), ZeroVal(x)).then(
+    R.append(("contraction.zero_bcast", rule(eq(v).to(Val.op("broadcast", P.vals(x), m, t)), ZeroVal(x)).then(
         ZeroVal(v)), "a broadcast of 0.0"))
     R.append(("contraction.free_arg", rule(eq(v).to(Val.arg(d, k, t))).then(LoopFree(v)), "an argument"))
     R.append(("contraction.free_nil", rule(eq(xs).to(Vals.nil())).then(LoopFreeVals(xs)), "no operands"))
@@ -142,54 +112,54 @@ def _contract_loop_rules() -> list:
     ty = _frag(dt, [t0, t1], ["b0", "b1"])
     iv = Val.arg(d, 0, INDEX)
     acc = Val.arg(d, 1, ty)
-    ka = Val.op("broadcast", _vals(iv), ka_m, _frag("index", [t0], ["b0"]))
-    kb = Val.op("broadcast", _vals(iv), kb_m, _frag("index", [t1], ["b1"]))
+    ka = Val.op("broadcast", P.vals(iv), ka_m, _frag("index", [t0], ["b0"]))
+    kb = Val.op("broadcast", P.vals(iv), kb_m, _frag("index", [t1], ["b1"]))
     tkle = LE.sym(TILE_K)
     # the K tile: k0 + range(TK) over axis b2, its tail, the tiles' coordinates and validity
     kc_ty = _frag("index", [tkle], ["b2"])
-    kc = Val.op("add", _vals(_bcast(iv, [], kc_ty), Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(),
+    kc = Val.op("add", P.vals(_bcast(iv, [], kc_ty), Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(),
                 kc_ty)
-    kt = Val.op("cmp", _vals(kc, _bcast(ub, [], kc_ty)), _amap(pred=A.str_("lt")), _frag("i1", [tkle], ["b2"]))
+    kt = Val.op("cmp", P.vals(kc, _bcast(ub, [], kc_ty)), P.amap(pred=A.str_("lt")), _frag("i1", [tkle], ["b2"]))
     a_ix = _frag("index", [t0, tkle], ["b0", "b2"])
     b_ix = _frag("index", [tkle, t1], ["b2", "b1"])
     a_i1 = _frag("i1", [t0, tkle], ["b0", "b2"])
     b_i1 = _frag("i1", [tkle, t1], ["b2", "b1"])
-    a_valid = Val.op("and", _vals(_bcast(va, [0], a_i1), _bcast(kt, [1], a_i1)), AMap.nil(), a_i1)
-    b_valid = Val.op("and", _vals(_bcast(kt, [0], b_i1), _bcast(vb, [1], b_i1)), AMap.nil(), b_i1)
+    a_valid = Val.op("and", P.vals(_bcast(va, [0], a_i1), _bcast(kt, [1], a_i1)), AMap.nil(), a_i1)
+    b_valid = Val.op("and", P.vals(_bcast(kt, [0], b_i1), _bcast(vb, [1], b_i1)), AMap.nil(), b_i1)
     for n_pre in (0, 1):                     # a leading batch coordinate (uniform over the tile) or none
         a_coords = ([pre_a] if n_pre else []) + [rows, ka]
         b_coords = ([pre_b] if n_pre else []) + [kb, cols]
-        la = Val.op("load", _vals(viewa, *a_coords, va), fa_rest, _frag(adt, [t0], ["b0"]))
-        lb_ = Val.op("load", _vals(viewb, *b_coords, vb), fb_rest, _frag(bdt, [t1], ["b1"]))
+        la = Val.op("load", P.vals(viewa, *a_coords, va), fa_rest, _frag(adt, [t0], ["b0"]))
+        lb_ = Val.op("load", P.vals(viewb, *b_coords, vb), fb_rest, _frag(bdt, [t1], ["b1"]))
         a_tile_coords = ([_bcast(pre_a, [0], a_ix)] if n_pre else []) + [_bcast(rows, [0], a_ix), _bcast(kc, [1], a_ix)]
         b_tile_coords = ([_bcast(pre_b, [1], b_ix)] if n_pre else []) + [_bcast(kc, [0], b_ix), _bcast(cols, [1], b_ix)]
-        a_tile = Val.op("load", _vals(viewa, *a_tile_coords, a_valid), fa_rest,
+        a_tile = Val.op("load", P.vals(viewa, *a_tile_coords, a_valid), fa_rest,
                         _frag(adt, [t0, tkle], ["b0", "b2"]))
-        b_tile = Val.op("load", _vals(viewb, *b_tile_coords, b_valid), fb_rest,
+        b_tile = Val.op("load", P.vals(viewb, *b_tile_coords, b_valid), fb_rest,
                         _frag(bdt, [tkle, t1], ["b2", "b1"]))
         for cast_a in (0, 1):
             for cast_b in (0, 1):
-                ea = Val.op("cast", _vals(la), cs_a, _frag(dt, [t0], ["b0"])) if cast_a else la
-                eb = Val.op("cast", _vals(lb_), cs_b, _frag(dt, [t1], ["b1"])) if cast_b else lb_
-                ta = Val.op("cast", _vals(a_tile), cs_a, _frag(dt, [t0, tkle], ["b0", "b2"])) if cast_a else a_tile
-                tb = Val.op("cast", _vals(b_tile), cs_b, _frag(dt, [tkle, t1], ["b2", "b1"])) if cast_b else b_tile
-                member = Val.op("mul", _vals(Val.op("broadcast", _vals(ea), ma, ty),
-                                             Val.op("broadcast", _vals(eb), mb, ty)), pm, ty)
-                body = Val.op("add", _vals(acc, member), ya, ty)
-                loop = Val.res(Multi.op("for", _vals(lb, ub, st, x0), attrs, Tys.cons(ty, Tys.nil()),
+                ea = Val.op("cast", P.vals(la), cs_a, _frag(dt, [t0], ["b0"])) if cast_a else la
+                eb = Val.op("cast", P.vals(lb_), cs_b, _frag(dt, [t1], ["b1"])) if cast_b else lb_
+                ta = Val.op("cast", P.vals(a_tile), cs_a, _frag(dt, [t0, tkle], ["b0", "b2"])) if cast_a else a_tile
+                tb = Val.op("cast", P.vals(b_tile), cs_b, _frag(dt, [tkle, t1], ["b2", "b1"])) if cast_b else b_tile
+                member = Val.op("mul", P.vals(Val.op("broadcast", P.vals(ea), ma, ty),
+                                             Val.op("broadcast", P.vals(eb), mb, ty)), pm, ty)
+                body = Val.op("add", P.vals(acc, member), ya, ty)
+                loop = Val.res(Multi.op("for", P.vals(lb, ub, st, x0), attrs, Tys.cons(ty, Tys.nil()),
                                         Regions.cons(Region.make(d, Tys.cons(INDEX, Tys.cons(ty, Tys.nil())),
-                                                                 Stmts.nil(), _vals(body), rya), Regions.nil())),
+                                                                 Stmts.nil(), P.vals(body), rya), Regions.nil())),
                                0, ty)
-                contract = Val.op("contract", _vals(ta, tb, acc), _amap(lhs_contract=_ints([1]),
+                contract = Val.op("contract", P.vals(ta, tb, acc), P.amap(lhs_contract=_ints([1]),
                                                                        rhs_contract=_ints([0])), ty)
-                new = Val.res(Multi.op("for", _vals(lb, ub, Val.op("launch", Vals.nil(), _amap(expr=A.le(tkle)),
+                new = Val.res(Multi.op("for", P.vals(lb, ub, Val.op("launch", Vals.nil(), P.amap(expr=A.le(tkle)),
                                                                      INDEX), x0),
                                        attrs, Tys.cons(ty, Tys.nil()),
                                        Regions.cons(Region.make(d, Tys.cons(INDEX, Tys.cons(ty, Tys.nil())),
-                                                                Stmts.nil(), _vals(contract), rya), Regions.nil())),
+                                                                Stmts.nil(), P.vals(contract), rya), Regions.nil())),
                               0, ty)
-                dims_facts = [eq(ma).to(_amap(dims=_ints([0]))), eq(mb).to(_amap(dims=_ints([1]))),
-                              eq(ka_m).to(_amap(dims=_ints([]))), eq(kb_m).to(_amap(dims=_ints([])))]
+                dims_facts = [eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
+                              eq(ka_m).to(P.amap(dims=_ints([]))), eq(kb_m).to(P.amap(dims=_ints([])))]
                 step1 = [eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1))]
                 name = f"contraction.contract_loop_b{n_pre}_c{cast_a}{cast_b}"
                 R.append((name, rule(
@@ -211,23 +181,22 @@ def _operand_and_init_rules() -> list:
     ty, tya, tyb = vars_("ty tya tyb", Ty)
     nma, nmb = vars_("nma nmb", String)
     xa, xb = vars_("xa xb", Vals)
-    d = var("d", i64)
     region = var("region", Region)
     for half in ("f16", "bf16"):
         opa = Val.op(nma, xa, la_, Ty.frag_axes(half, sha, axa))
         opb = Val.op(nmb, xb, lattrs, Ty.frag_axes(half, shb, axb))
-        lhs = Val.op("contract", _vals(Val.op("cast", _vals(opa), ca, Ty.frag_axes("f32", sha, axa)),
-                                       Val.op("cast", _vals(opb), cb, Ty.frag_axes("f32", shb, axb)), accv), attrs, ty)
+        lhs = Val.op("contract", P.vals(Val.op("cast", P.vals(opa), ca, Ty.frag_axes("f32", sha, axa)),
+                                       Val.op("cast", P.vals(opb), cb, Ty.frag_axes("f32", shb, axb)), accv), attrs, ty)
         name = f"contraction.operand_cast_{half}"
         R.append((name, rule(eq(y).to(lhs), name=name).then(
-            union(y).with_(Val.op("contract", _vals(opa, opb, accv), attrs, ty))),
+            union(y).with_(Val.op("contract", P.vals(opa, opb, accv), attrs, ty))),
             f"contract(f32({half} a), f32({half} b), acc: f32) == contract(a, b, acc) ({half} products are exact "
             f"in f32)"))
     loop_tys = Tys.cons(ty, Tys.nil())
-    loop = Val.res(Multi.op("for", _vals(lb, ub, st, x0), attrs, loop_tys, Regions.cons(region, Regions.nil())), 0, ty)
-    fused = Val.res(Multi.op("for", _vals(lb, ub, st, y), attrs, loop_tys, Regions.cons(region, Regions.nil())), 0, ty)
+    loop = Val.res(Multi.op("for", P.vals(lb, ub, st, x0), attrs, loop_tys, Regions.cons(region, Regions.nil())), 0, ty)
+    fused = Val.res(Multi.op("for", P.vals(lb, ub, st, y), attrs, loop_tys, Regions.cons(region, Regions.nil())), 0, ty)
     for order in ("left", "right"):
-        s = Val.op("add", _vals(loop, y) if order == "left" else _vals(y, loop), aattrs, ty)
+        s = Val.op("add", P.vals(loop, y) if order == "left" else P.vals(y, loop), aattrs, ty)
         name = f"contraction.bias_into_init_{order}"
         R.append((name, rule(eq(accv).to(s), CAttr(attrs, "reduce", A.str_("add")), ZeroVal(x0), LoopFree(y),
                              name=name).then(union(accv).with_(fused)),

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from intent_eqsat import ir
 from intent_eqsat.errors import IntentError
-from intent_eqsat.extract.extractor import extract, size_cost
+from intent_eqsat.extract.extractor import extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
 from intent_eqsat.ir.verify_errors import VerificationError
@@ -346,7 +346,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
                      phases: dict, egraph: Any = None) -> KernelResult:
     t = time.perf_counter()
     from intent_eqsat.providers.targets import get_target
-    clash = TILES.reserved_clash(kernel)
+    clash = TILES.used(kernel)      # the input must not use the tile parameter names itself
     if clash:
         raise OptimizeError(f"kernel {kernel.name} uses the reserved tile parameter name(s) {', '.join(clash)}; "
                             f"rename those shape symbols")

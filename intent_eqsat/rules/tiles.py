@@ -62,11 +62,6 @@ def _text(kernel: Kernel) -> str:
     return "\n".join(format_kernel(kernel, 0))
 
 
-def reserved_clash(kernel: Kernel) -> list[str]:
-    """Tile parameter names the input kernel already uses (its own shape symbols): those cannot be introduced."""
-    return used(kernel)
-
-
 def choose(kernel: Kernel, doms: Mapping[str, Sequence[int]], cost_of: Callable[[Mapping[str, int]], float],
            *, keep: int = 8) -> list[tuple[float, dict[str, int]]]:
     """Every binding of the parameters ``kernel`` uses, costed by ``cost_of(binding)``, cheapest first (ties: the
@@ -94,5 +89,4 @@ def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
     return parse_module(bound).kernels[0]
 
 
-__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "domains", "defaults", "decls", "used", "choose", "bind",
-           "reserved_clash"]
+__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "domains", "defaults", "decls", "used", "choose", "bind"]

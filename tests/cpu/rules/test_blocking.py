@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
-from intent_eqsat.kir.inputs import random_inputs, tolerance
 from intent_eqsat.rules import optimize
+from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -22,15 +21,7 @@ def _load(name: str) -> kir.KirModule:
 
 
 def _check(module: kir.KirModule, program: ir.Module, seed: int = 5) -> None:
-    for k in module.kernels:
-        inputs = random_inputs(module, k.name, seed, lo=3, hi=37)
-        copy = lambda: {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in inputs.items()}  # noqa: E731
-        ref = kir.evaluate(module, k.name, copy())
-        got = ir.interpret(program, k.name, copy())
-        for name, r in ref.items():
-            rtol, atol = tolerance(k.param(name).dtype)
-            np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(r, np.float64),
-                                       rtol=max(rtol, 1e-4), atol=max(atol, 1e-5), equal_nan=True)
+    assert_matches_reference(module, program, seeds=(seed,), lo=3, hi=37, min_rtol=1e-4, min_atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["elementwise_chain", "gemm", "transpose", "embedding_gather", "masked_fill",

@@ -8,16 +8,15 @@ import functools
 import os
 import re
 
-import numpy as np
 import pytest
 
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.extract.cost import RooflineCost
 from intent_eqsat.ir.core import Op
-from intent_eqsat.kir.inputs import random_inputs, tolerance
 from intent_eqsat.providers.targets import get_target
 from intent_eqsat.rules import optimize
+from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 GROUPS = ["blocking", "contraction"]
@@ -56,16 +55,7 @@ def _ops(program, name: str) -> list[Op]:
 
 def _matches_reference(module, program) -> None:
     ir.verify(program)
-    for k in module.kernels:
-        for seed in (3, 4):
-            inputs = random_inputs(module, k.name, seed, lo=1, hi=7)
-            copy = lambda: {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in inputs.items()}  # noqa
-            ref = kir.evaluate(module, k.name, copy())
-            got = ir.interpret(program, k.name, copy())
-            for name, r in ref.items():
-                rtol, atol = tolerance(k.param(name).dtype)
-                np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(r, np.float64),
-                                           rtol=rtol, atol=atol, err_msg=f"{k.name}.{name}")
+    assert_matches_reference(module, program, seeds=(3, 4))
 
 
 def _tiles(program) -> tuple:
@@ -84,7 +74,9 @@ def test_gemm_extracts_the_ir12_shape():
     assert [str(e) for e in seg.extents][0].startswith("ceil_div(M, ") and \
         str(seg.extents[1]).startswith("ceil_div(N, ")                       # a tiled grid
     (loop,) = _ops(prog, "for")                                                # one K loop ...
-    step = loop.operands[2].producer if hasattr(loop.operands[2], "producer") else None
+    producers = {r.name: op for op in _walk(k.body) for r in op.results}
+    step = producers[loop.operands[2].name]                                    # ... stepping by a K tile
+    assert step.name == "launch" and str(step.attrs["expr"]) in ("16", "32", "64"), step
     body = loop.regions[0]
     yielded = body.ops[-1]
     (c,) = [op for op in body.ops if op.name == "contract"]                   # ... accumulating by contract
@@ -97,7 +89,6 @@ def test_gemm_extracts_the_ir12_shape():
     (store,) = _ops(prog, "store")
     assert store.attrs.get("valid")                                            # masked tails on the output
     assert loop.attrs.get("reduce") == "add"
-    del step
     _matches_reference(module, prog)
 
 

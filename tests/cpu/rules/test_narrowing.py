@@ -12,8 +12,9 @@ import pytest
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.ir.core import CompileOptions
-from intent_eqsat.kir.inputs import random_inputs, tolerance
+from intent_eqsat.kir.inputs import random_inputs
 from intent_eqsat.rules import Limits, optimize
+from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 NARROWING = "narrowing"
@@ -123,16 +124,7 @@ def _assert_all_true_unmasked(loop: ir.Op) -> None:
 
 
 def _check(module: kir.KirModule, program: ir.Module, seeds=(5, 6), inputs=None, hi=37) -> None:
-    for k in module.kernels:
-        for seed in seeds:
-            base = inputs if inputs is not None else random_inputs(module, k.name, seed, lo=2, hi=hi)
-            copy = lambda: {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in base.items()}  # noqa
-            ref = kir.evaluate(module, k.name, copy())
-            got = ir.interpret(program, k.name, copy())
-            for name, r in ref.items():
-                rtol, atol = tolerance(k.param(name).dtype)
-                np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(r, np.float64),
-                                           rtol=max(rtol, 1e-4), atol=max(atol, 1e-5), equal_nan=True)
+    assert_matches_reference(module, program, seeds=seeds, inputs=inputs, lo=2, hi=hi, min_rtol=1e-4, min_atol=1e-5)
 
 
 def _optimize(src_or_module, options=None, rulebooks=(NARROWING,)):
@@ -178,8 +170,8 @@ def test_blocked_causal_sum_gets_three_ranges_with_the_all_false_range_gone():
     _check(module, res.program, seeds=(5, 6, 7))
 
 
-@pytest.mark.xfail(strict=True, reason="with the working tree's blocking.py the extractor picks the narrowed scalar "
-                   "program (cost 1.04e-4) over the blocked one; the blocked split itself is tested on the "
+@pytest.mark.xfail(strict=True, reason="from KIR through [narrowing, blocking] the extractor picks the narrowed "
+                   "scalar program over the blocked one (issue 4 note); the blocked split itself is tested on the "
                    "blocking group's output form above")
 def test_blocked_through_the_blocking_group():
     """The same through ``[narrowing, blocking]`` from KIR (blocking runs first by ORDER). Deterministic limits:

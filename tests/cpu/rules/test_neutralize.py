@@ -13,9 +13,9 @@ import pytest
 
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
-from intent_eqsat.kir.inputs import random_inputs, tolerance
 from intent_eqsat.rules import optimize
 from intent_eqsat.rules import registry as R
+from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BOOK = "neutralize"
@@ -30,21 +30,7 @@ def _load(name: str) -> kir.KirModule:
 
 
 def _matches_reference(module: kir.KirModule, program: ir.Module, seeds=(11, 12)) -> None:
-    """The program's NumPy interpretation equals the KIR reference on small random odd shapes (the comparison of
-    tests/cpu/rules/test_optimize_corpus.py)."""
-    for k in module.kernels:
-        for seed in seeds:
-            inputs = random_inputs(module, k.name, seed, lo=1, hi=7)
-            copy = lambda: {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in inputs.items()}  # noqa
-            ref = kir.evaluate(module, k.name, copy())
-            got = ir.interpret(program, k.name, copy())
-            for name, r in ref.items():
-                rtol, atol = tolerance(k.param(name).dtype)
-                if rtol == 0.0:
-                    np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(r), err_msg=f"{k.name}.{name}")
-                else:
-                    np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(r, np.float64),
-                                               rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{k.name}.{name}")
+    assert_matches_reference(module, program, seeds=seeds)
 
 
 def _ops(program: ir.Module, name: str) -> list[ir.Op]:

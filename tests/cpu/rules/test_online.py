@@ -13,9 +13,10 @@ import pytest
 
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
-from intent_eqsat.kir.inputs import random_inputs, tolerance
+from intent_eqsat.kir.inputs import random_inputs
 from intent_eqsat.pipeline import make_options
 from intent_eqsat.rules import optimize
+from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ONLINE = "online"
@@ -76,20 +77,11 @@ def _sum_loop_origins(kernel: ir.Kernel) -> list[str]:
 
 
 def _matches_reference(module: kir.KirModule, program: ir.Module, inputs: dict) -> None:
-    for k in module.kernels:
-        copy = lambda: {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in inputs.items()}  # noqa
-        ref = kir.evaluate(module, k.name, copy())
-        got = ir.interpret(program, k.name, copy())
-        for name, r in ref.items():
-            rtol, atol = tolerance(k.param(name).dtype)
-            np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(r, np.float64),
-                                       rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{k.name}.{name}")
+    assert_matches_reference(module, program, inputs=inputs)
 
 
 def _check_random(module: kir.KirModule, program: ir.Module, sizes: dict, seeds=(3, 4)) -> None:
-    for k in module.kernels:
-        for seed in seeds:
-            _matches_reference(module, program, random_inputs(module, k.name, seed, sizes=sizes))
+    assert_matches_reference(module, program, seeds=seeds, sizes=sizes, lo=1, hi=9)
 
 
 # ------------------------------------------------------------------------------------------------ adopted

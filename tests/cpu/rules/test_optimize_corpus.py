@@ -6,14 +6,13 @@ from __future__ import annotations
 import glob
 import os
 
-import numpy as np
 import pytest
 
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.ir.core import CompileOptions
-from intent_eqsat.kir.inputs import random_inputs, tolerance
 from intent_eqsat.rules import optimize
+from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CORPUS = sorted(glob.glob(os.path.join(ROOT, "examples", "corpus", "*.kir")))
@@ -25,19 +24,7 @@ def _optimized_matches_reference(path: str, options: CompileOptions) -> None:
     result = optimize(construct(module, options=options), target="sm90")
     ir.verify(result.program)
     assert result.program.options == options
-    for k in module.kernels:
-        for seed in (11, 12):
-            inputs = random_inputs(module, k.name, seed, lo=1, hi=7)
-            copy = lambda: {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in inputs.items()}  # noqa
-            ref = kir.evaluate(module, k.name, copy())
-            got = ir.interpret(result.program, k.name, copy())
-            for name, r in ref.items():
-                rtol, atol = tolerance(k.param(name).dtype)
-                if rtol == 0.0:
-                    np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(r), err_msg=f"{k.name}.{name}")
-                else:
-                    np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(r, np.float64),
-                                               rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{k.name}.{name}")
+    assert_matches_reference(module, result.program)
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: os.path.basename(p)[:-4])
