@@ -7,8 +7,8 @@ from the target's candidate domain (candidates at least as wide as the target's 
 
 Legality: one execution group whose effects are stores / unique scatters / scatter-reduces of values
 made of element-wise ops, constants, launch values, loads and gathers (with or without validity) and pure ordered
-loops carrying one non-index value whose bounds are uniform across the tile's lanes. Every construct without a lifting rule leaves
-its ``lift`` term unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program,
+loops carrying one non-index value whose bounds are uniform across the tile's lanes. Every construct without a
+lifting rule leaves its ``lift`` term unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program,
 so a rule never produces a partial program.
 
 Rewrites: the segment's last one or two axes ``E`` become ``ceil_div(E, T)``; their region arguments
@@ -21,8 +21,9 @@ expression, in the same order inside its lane); effect order; the ABI; compile o
 
 Invalidates: program-space extents and coordinates, fragment shapes, access validity, footprint/occupancy facts.
 
-Verifier: the shared GPU verifier after the group (tile grid covering the segment with tail validity, fragment
-extents are candidate literals, accesses well-typed).
+Verifier: the shared GPU verifier after the group, with the tile parameters declared (tile grid covering the
+segment with tail validity, fragment extents the declared parameters, accesses well-typed), and again after the
+optimizer wrote the chosen binding in as literals.
 """
 from __future__ import annotations
 
