@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from intent_eqsat import ir
 from intent_eqsat.errors import IntentError
+from intent_eqsat.extract.decisions import Decision, materialization_decisions
 from intent_eqsat.extract.extractor import extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
@@ -145,6 +146,8 @@ class KernelResult:
     graph: KernelGraph | None = field(default=None, repr=False)
     #: the tile parameters' values the cost model chose (``intent_eqsat.rules.tiles``)
     binding: dict[str, int] = field(default_factory=dict)
+    #: remat/materialize decisions in the extracted program, with the modelled cost of the other form
+    decisions: list[Decision] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -177,6 +180,8 @@ class OptimizeResult:
             for r in k.runs:
                 fired = ", ".join(f"{n} x{c}" for n, c in sorted(r.fired.items())) or "no rule matched"
                 lines.append(f"  {r.group}: {r.stop} after {r.iterations} iterations; {fired}")
+            for d in k.decisions:
+                lines.append(f"  {d}")
             for c in k.candidates:
                 lines.append(f"  candidate {c.rank}: cost {c.cost:g} (forbidding e-class {c.forbidden})")
         return "\n".join(lines) + "\n"
@@ -424,6 +429,11 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     res.candidates = [replace(c, rank=i + 1) for i, c in enumerate(merged)]
     _phase(phases, "candidates", t)
     res.breakdown = _breakdown(ext_cost, export, choice, export.root)
+    t = time.perf_counter()
+    model = getattr(_node_cost(ext_cost, export), "__self__", None)
+    if model is not None and hasattr(model, "evaluate") and hasattr(model, "extract"):
+        res.decisions = materialization_decisions(export, model, choice)
+    _phase(phases, "decisions", t)
     for msg, loc in F.remarks(graph.egraph):
         res.remarks.append(f"kernel {kernel.name}{', ' + loc if loc else ''}: {msg}")
     if keep_graph:
@@ -546,6 +556,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
         "limits": limits.as_dict(),
         "facts": the_facts.as_dict(),
         "kernels": {n: {"cost": r.cost, "egraph_size": r.egraph_size,
+                        "decisions": [d.as_dict() for d in r.decisions],
                         "groups": [x.as_dict(timings=trace) for x in r.runs],
                         "candidates": [c.as_dict() for c in r.candidates]} for n, r in results.items()},
         "rule_locations": {r.name: r.location for r in all_rules},
