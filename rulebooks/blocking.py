@@ -43,7 +43,7 @@ GROUP = "blocking"
 ORDER = 20
 RULESET = ruleset(name=GROUP)
 
-NBITS = 2                       # b0, b1: the blocked group axes
+NBITS = 3                       # b0, b1: the blocked group axes; b2: a blocked reduction axis (rulebooks.reduction)
 ALL_MASKS = range(1 << NBITS)
 
 #: segment lists of scalar ownership (the optimizer marks the constructed kernel's): blocking applies once
@@ -67,12 +67,19 @@ INDEX = Ty.scalar("index")
 
 
 class LiftCtx(__import__("egglog").Expr, egg_sort="IeLiftCtx"):
-    """What lifting substitutes: group axis ``i`` of the execution group becomes ``coords[i]`` (a tile coordinate
-    fragment for a blocked axis, the uniform index for another); ``tails`` are the tail masks of b0, b1; ``tiles``
-    the tile sizes of b0, b1 (1 when unused); ``full`` the mask of a written lane (all blocked axes)."""
+    """What lifting substitutes. ``own``: group axis ``i`` of the execution group becomes ``coords[i]`` (a tile
+    coordinate fragment for a blocked axis, the uniform index for another); ``tails`` are the tail masks of b0, b1
+    (b2 unused); ``tiles`` the tile sizes of b0, b1, b2 (1 when unused); ``full`` the mask of a written lane (all
+    blocked axes)."""
 
     @classmethod
     def own(cls, coords: Vals, tails: Vals, tiles: LEs, full: i64Like) -> LiftCtx: ...
+
+    @classmethod
+    def red(cls, depth: i64Like, coord: Val, tail: Val, tiles: LEs) -> LiftCtx:
+        """A reduction loop's members over a tile of its iterations (``rulebooks.reduction``): the loop's induction
+        variable ``Arg(depth, 0)`` becomes ``coord`` (``k0 + range(TR)`` over axis ``b2``), ``tail`` its
+        ``k < ub`` mask, ``tiles`` the sizes of b0, b1, b2."""
 
 
 @function

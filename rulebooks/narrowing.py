@@ -52,11 +52,11 @@ ORDER = 40
 RULESET = ruleset(name=GROUP)
 #: value propagation, predicate substitution and the facts they need: terminating, saturated before each iteration
 PROP = ruleset(name="narrowing_prop")
-ANALYSES = (P.ANALYSIS, PROP)
+ANALYSES = (P.ANALYSIS, P.DEPS, PROP)
 
 INDEX = Ty.scalar("index")
 FLOATS = ("f16", "bf16", "f32", "f64")
-_IV_BITS = 16          # Dep(v): bit d = reads the induction variable of depth d; bit 16+d = reads any arg of depth d
+_IV_BITS = P.IV_BITS   # Dep(v): bit d = reads the induction variable of depth d; bit 16+d = reads any arg of depth d
 
 
 class NCtx(Expr, egg_sort="NarrowCtx"):
@@ -85,20 +85,7 @@ def with_narrowing(m: AMap, rec: A) -> AMap:
     """``m`` with ``narrowing = rec`` (key-sorted)."""
 
 
-@function(egg_fn="NarrowDep", merge=lambda old, new: old & new)
-def Dep(v: Val) -> i64:
-    """Bitmask of the region arguments a value reads (see ``_IV_BITS``). Merge = intersection: one term of the
-    e-class that does not read an argument proves the value does not depend on it (so a law like
-    ``select(false, a, fill) = fill`` never makes a constant look loop-variant); values only shrink, so it
-    terminates."""
-
-
-@function(egg_fn="NarrowVDep", merge=lambda old, new: old & new)
-def VDep(vs: Vals) -> i64: ...
-
-
-@function(egg_fn="NarrowRDep", merge=lambda old, new: old & new)
-def RDep(rs: Regions) -> i64: ...
+Dep, VDep, RDep = P.Dep, P.VDep, P.RDep           # the shared dependency analysis (``patterns.DEPS``)
 
 
 @function(egg_fn="NarrowGen", merge=lambda old, new: old.max(new))
@@ -189,24 +176,6 @@ def _prop_rules():
     big_t = var("big_t", LE)
     rec, av = vars_("rec av", A)
     ctx = NCtx.make(d, k, p, lb, ub)
-
-    # -- argument dependencies (bottom 0, join |) ---------------------------------------------------------
-    add("dep_iv", rule(eq(v).to(Val.arg(d, 0, t))).then(
-        set_(Dep(v)).to((i64(1) << d) | (i64(1) << (d + _IV_BITS)))), "an induction variable reads itself")
-    add("dep_arg", rule(eq(v).to(Val.arg(d, k, t)), ne(k).to(i64(0))).then(
-        set_(Dep(v)).to(i64(1) << (d + _IV_BITS))), "a carried argument reads its region")
-    add("dep_nil", rule(eq(xs).to(Vals.nil())).then(set_(VDep(xs)).to(0)), "no operands")
-    add("dep_cons", rule(eq(xs).to(Vals.cons(x, rest)), eq(mk).to(Dep(x)), eq(kk).to(VDep(rest))).then(
-        set_(VDep(xs)).to(mk | kk)), "operands")
-    add("dep_op", rule(eq(v).to(Val.op(nm, xs, at, t)), eq(mk).to(VDep(xs))).then(set_(Dep(v)).to(mk)),
-        "an op reads what its operands read")
-    add("dep_rnil", rule(eq(regs).to(Regions.nil())).then(set_(RDep(regs)).to(0)), "no regions")
-    add("dep_rcons", rule(eq(regs).to(Regions.cons(Region.make(r, args, Stmts.nil(), ys, ya), rrest)),
-                          eq(mk).to(VDep(ys)), eq(kk).to(RDep(rrest))).then(
-        set_(RDep(regs)).to((mk & (((i64(1) << r) - 1) | (((i64(1) << r) - 1) << _IV_BITS))) | kk)),
-        "a pure region reads what its yields read, less its own arguments")
-    add("dep_res", rule(eq(v).to(Val.res(Multi.op(nm, xs, at, tys, regs), i, t)), eq(mk).to(VDep(xs)),
-                        eq(kk).to(RDep(regs))).then(set_(Dep(v)).to(mk | kk)), "a region op's result")
 
     # -- constants ---------------------------------------------------------------------------------------
     add("int_const", rule(eq(v).to(Val.op("const", Vals.nil(), at, t)), P.HasAttr(at, "value", A.int_(k))).then(

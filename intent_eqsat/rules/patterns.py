@@ -25,10 +25,11 @@ from __future__ import annotations
 import itertools
 from typing import Sequence
 
-from egglog import String, eq, i64, relation, rule, ruleset, var
+from egglog import String, eq, function, i64, ne, relation, rule, ruleset, set_, var
 
 from intent_eqsat.rules.encode import float_text
-from intent_eqsat.rules.sorts import LE, LEs, A, AMap, As, Multi, Stmt, Strs, Ty, Tys, Val, Vals
+from intent_eqsat.rules.sorts import LE, LEs, A, AMap, As, Multi, Region, Regions, Stmt, Stmts, Strs, Ty, Tys, \
+    Val, Vals
 
 # ------------------------------------------------------------------------------------------ list builders
 
@@ -194,6 +195,67 @@ ANALYSIS_RULES = _analysis_rules()
 for _name, _rule, _law in ANALYSIS_RULES:
     ANALYSIS.append(_rule)
 
+# ------------------------------------------------------------------------------------------ dependencies
+
+#: ``Dep(v)``: bit ``d`` = ``v`` reads the induction variable (argument 0) of the region at depth ``d``; bit
+#: ``IV_BITS + d`` = it reads any argument of that region
+IV_BITS = 16
+
+
+@function(egg_fn="NarrowDep", merge=lambda old, new: old & new)
+def Dep(v: Val) -> i64:
+    """Bitmask of the region arguments a value reads (see ``IV_BITS``). Merge = intersection: one term of the
+    e-class that does not read an argument proves the value does not depend on it (so a law like
+    ``select(false, a, fill) = fill`` never makes a constant look loop-variant); values only shrink, so it
+    terminates."""
+
+
+@function(egg_fn="NarrowVDep", merge=lambda old, new: old & new)
+def VDep(vs: Vals) -> i64: ...
+
+
+@function(egg_fn="NarrowRDep", merge=lambda old, new: old & new)
+def RDep(rs: Regions) -> i64: ...
+
+
+#: the dependency analysis (a group lists it in ``ANALYSES`` to read ``Dep``)
+DEPS = ruleset(name="deps")
+
+
+def _dep_rules() -> list[tuple[str, object, str]]:
+    v, x = var("v", Val), var("x", Val)
+    xs, rest, ys = var("xs", Vals), var("rest", Vals), var("ys", Vals)
+    regs, rrest = var("regs", Regions), var("rrest", Regions)
+    at, ya = var("at", AMap), var("ya", AMap)
+    t = var("t", Ty)
+    tys, args = var("tys", Tys), var("args", Tys)
+    nm = var("nm", String)
+    d, k, i, r, mk, kk = (var(n, i64) for n in ("d", "k", "i", "r", "mk", "kk"))
+    own = ((i64(1) << r) - 1) | (((i64(1) << r) - 1) << IV_BITS)
+    table = [
+        ("dep_iv", rule(eq(v).to(Val.arg(d, 0, t))).then(set_(Dep(v)).to((i64(1) << d) | (i64(1) << (d + IV_BITS)))),
+         "an induction variable reads itself"),
+        ("dep_arg", rule(eq(v).to(Val.arg(d, k, t)), ne(k).to(i64(0))).then(set_(Dep(v)).to(i64(1) << (d + IV_BITS))),
+         "a carried argument reads its region"),
+        ("dep_nil", rule(eq(xs).to(Vals.nil())).then(set_(VDep(xs)).to(0)), "no operands"),
+        ("dep_cons", rule(eq(xs).to(Vals.cons(x, rest)), eq(mk).to(Dep(x)), eq(kk).to(VDep(rest))).then(
+            set_(VDep(xs)).to(mk | kk)), "operands"),
+        ("dep_op", rule(eq(v).to(Val.op(nm, xs, at, t)), eq(mk).to(VDep(xs))).then(set_(Dep(v)).to(mk)),
+         "an op reads what its operands read"),
+        ("dep_rnil", rule(eq(regs).to(Regions.nil())).then(set_(RDep(regs)).to(0)), "no regions"),
+        ("dep_rcons", rule(eq(regs).to(Regions.cons(Region.make(r, args, Stmts.nil(), ys, ya), rrest)),
+                           eq(mk).to(VDep(ys)), eq(kk).to(RDep(rrest))).then(set_(RDep(regs)).to((mk & own) | kk)),
+         "a pure region reads what its yields read, less its own arguments"),
+        ("dep_res", rule(eq(v).to(Val.res(Multi.op(nm, xs, at, tys, regs), i, t)), eq(mk).to(VDep(xs)),
+                         eq(kk).to(RDep(regs))).then(set_(Dep(v)).to(mk | kk)), "a region op's result"),
+    ]
+    return [(f"narrowing.{n}", r_, law) for n, r_, law in table]
+
+
+DEP_RULES = _dep_rules()
+for _name, _rule, _law in DEP_RULES:
+    DEPS.append(_rule)
+
 __all__ = ["vals", "tys", "les", "strs", "alist", "amap", "a_float", "a_int", "a_bool", "a_str", "scalar", "op",
            "unary", "binary", "const", "const_of", "fresh", "HasAttr", "ValTy", "const_facts", "attr_facts",
-           "ANALYSIS", "ANALYSIS_RULES"]
+           "ANALYSIS", "ANALYSIS_RULES", "IV_BITS", "Dep", "VDep", "RDep", "DEPS", "DEP_RULES"]

@@ -1,7 +1,8 @@
 """Tile-size parameters: rules build parameterized fragments, the optimizer binds them (SPEC PASS-3.3, PASS-6).
 
 Blocking and contraction write tile sizes as the symbols ``TILE_B0``, ``TILE_B1`` (ownership tiles of the two
-blocked program axes) and ``TILE_K`` (the reduction tile). One lifted body then serves every size, so the e-graph
+blocked program axes) and ``TILE_K`` (the contraction's reduction tile); ``rulebooks.reduction`` writes ``TILE_R``
+(the members of an ordinary reduction loop taken per iteration). One lifted body then serves every size, so the e-graph
 holds one variant per *structure* instead of one per structure and size (egglog's cost grows with both).
 
 Extraction compares structures at the domains' middle values (:func:`defaults`); afterwards :func:`choose` costs
@@ -10,8 +11,9 @@ size environment, so nothing is rebuilt), and :func:`bind` writes the best bindi
 The other bindings, ranked, are the optimizer's parameter candidates (the provider's Config set).
 
 Domains come from the target: ownership tiles are the tile candidates at least as wide as the target's warp (a
-narrower tile leaves lanes idle on every target); the reduction tile is a candidate in [16, 64] (a matrix unit
-needs K >= 16; larger K tiles only cost shared memory).
+narrower tile leaves lanes idle on every target); the contraction tile is a candidate in [16, 64] (a matrix unit
+needs K >= 16; larger K tiles only cost shared memory); a reduction-loop tile is an ownership candidate (its
+members are lanes of one fragment).
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from intent_eqsat.ir.printer import print_module
 
 OWNERSHIP = ("TILE_B0", "TILE_B1")
 REDUCTION = ("TILE_K",)
-NAMES = OWNERSHIP + REDUCTION
+MEMBERS = ("TILE_R",)
+NAMES = OWNERSHIP + REDUCTION + MEMBERS
 K_MIN, K_MAX = 16, 64
 _WORD = re.compile(r"\b(" + "|".join(NAMES) + r")\b")
 
@@ -37,7 +40,7 @@ def domains(target: Any, candidates: Sequence[int]) -> dict[str, tuple[int, ...]
     warp = int(getattr(target, "warp_size", 32) or 32)
     own = tuple(c for c in cands if c >= warp) or (cands[-1],)
     red = tuple(c for c in cands if K_MIN <= c <= K_MAX) or (min(cands, key=lambda c: abs(c - 32)),)
-    return {**{n: own for n in OWNERSHIP}, **{n: red for n in REDUCTION}}
+    return {**{n: own for n in OWNERSHIP + MEMBERS}, **{n: red for n in REDUCTION}}
 
 
 def defaults(doms: Mapping[str, Sequence[int]]) -> dict[str, int]:
@@ -89,4 +92,4 @@ def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
     return parse_module(bound).kernels[0]
 
 
-__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "domains", "defaults", "decls", "used", "choose", "bind"]
+__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "domains", "defaults", "decls", "used", "choose", "bind"]

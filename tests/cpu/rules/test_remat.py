@@ -21,7 +21,7 @@ from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CORPUS = sorted(glob.glob(os.path.join(ROOT, "examples", "corpus", "*.kir")))
-GROUPS = ["blocking", "remat"]
+GROUPS = ["blocking", "reduction", "remat"]
 
 
 def _corpus(name: str) -> kir.KirModule:

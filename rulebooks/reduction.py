@@ -1,0 +1,279 @@
+"""Blocking of reduction axes (SPEC PASS-3.3 "block reduction/scan axes into physical loops", PASS-4 "reassociate
+ordinary reduce", "blocking loops and fragment accumulators"). Ownership blocking runs a reduction per lane of the
+tile, so a row summary is carried over a whole ``[T0, T1]`` tile of copies and combines one member per iteration;
+this group carries it over the axes its members range over (``[T0]``) and takes a tile of ``TR`` members per
+iteration, reduced with a ``reduce`` op.
+
+Reads: pure one-carry ``for`` loops marked ``reduce = <combiner>`` (the shared verifier checks the body is
+``combine(carried, member)`` with the member independent of the carried value), their initial values, steps and
+members; ``broadcast`` ops and their ``dims`` (``HasAttr``), value types (``ValTy``), element-wise op names (the
+``Elementwise`` table of ``blocking``); the dependency analysis ``patterns.Dep`` (which region arguments a value
+reads); members lifted over the new axis ``b2`` by ``blocking``'s lifting (a ``LiftCtx.red`` context: the loop's
+induction variable becomes ``k0 + range(TR)``, loads and gathers get the tail validity ``k < ub``); axis masks
+(``MaskOf``, ``DtypeOf``); the combiner's identity per element type (seeded ``ReduceIdentity``).
+
+Legality: ``reduction.narrow_carry*``: the member is ``broadcast(x)`` and the initial value a broadcast of a value
+of ``x``'s type with the same ``dims`` (or of a scalar with ``dims = []``), so every lane of the carried fragment
+holds ``combine`` over the same members as the lane of ``x`` it is broadcast from (the combiner is element-wise).
+``reduction.hoist_*``: an element-wise op whose operands are all broadcasts with the same ``dims`` of values of one
+shape (or a scalar splat) equals the broadcast of the op over those values. ``reduction.block_*``: the loop is an
+ordinary reduction (the ``reduce`` mark: associative, commutative combiner, members independent of the carried
+value, so members may be regrouped, SPEC PASS-4); it steps by one (every member is combined once); its member has
+a lifting (element-wise ops, broadcasts, loads/gathers, constants, values that read nothing of the loop; a member
+that reads a loop of its own iteration has none, so that loop is left as it is) and depends on the induction
+variable; the carried value ranges over one ownership axis (``b0`` or ``b1``: ``BLOCKED_CARRIES``); the element
+type is a float with an identity for the combiner (add 0, mul 1, max -inf, min +inf).
+
+Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c,
+x)})``; ``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))``; ``for k in [lb, ub) step 1 {reduce = c}:
+c(acc, x(k))`` -> ``for k0 in [lb, ub) step TR {reduce = c}: c(acc, reduce(select(k0 + range(TR) < ub, x(k0 +
+range(TR)), identity), axis b2, c))``; ``TR`` is the symbolic parameter ``TILE_R``, bound after extraction from
+the ownership candidates (``intent_eqsat.rules.tiles``).
+
+Preserves: the value of every reduction up to regrouping of its members (an ordinary reduction); members past
+``ub`` contribute the identity and load nothing (their validity is false); element-wise values (ops commute with
+broadcasts); effects, the ABI and compile options.
+
+Invalidates: loop-carried fragment shapes, the loop's step and trip count, fragment shapes inside it (members are
+``[.., TR]`` tiles), load counts and footprint/occupancy/register estimates.
+
+Verifier: the shared GPU verifier after the group (the ``reduce`` loop form: the body is ``combine(carried,
+member)`` with the member independent of the carried value; ``reduce`` axes and identity; broadcast dims; access
+validity).
+"""
+from __future__ import annotations
+
+from egglog import String, eq, i64, ne, relation, rewrite, rule, ruleset, union, var, vars_
+
+from intent_eqsat.rules import patterns as P
+from intent_eqsat.rules.encode import float_text
+from intent_eqsat.rules.registry import rule as named
+from intent_eqsat.rules.sorts import A, AMap, LE, LEs, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
+from rulebooks import blocking as B
+from rulebooks.blocking import Elementwise
+
+GROUP = "reduction"
+ORDER = 21
+RULESET = ruleset(name=GROUP)
+SUPPORT = ruleset(name="reduction_support")
+ANALYSES = (P.ANALYSIS, P.DEPS, B.SUPPORT, SUPPORT)
+
+INDEX = Ty.scalar("index")
+#: the member tile parameter (bound by the optimizer after extraction, ``intent_eqsat.rules.tiles``)
+TILE_R = "TILE_R"
+B2 = 4                                            # the axis mask bit of b2
+#: ``ReduceIdentity(combiner, dtype, value)``: the identity of an ordinary combiner on a float type
+ReduceIdentity = relation("ReduceIdentity", String, String, A)
+#: the carried value's axes a blocked reduction takes: b0 or b1 (a row or a column of the ownership tile). Not
+#: a scalar carry (a program at scalar ownership: when blocking applies, its tiled program is always cheaper, and
+#: lifting every scalar loop too doubled this group's time) and not [T0, T1] (members would be [T0, T1, TR]
+#: tiles; the contraction group covers the product shape)
+BLOCKED_CARRIES = (1, 2)
+CarryMask = relation("ReduceCarryMask", i64)
+_IDENTITY = {"add": 0.0, "mul": 1.0, "max": float("-inf"), "min": float("inf")}
+_FLOATS = ("f16", "bf16", "f32", "f64")
+
+
+NO_DIMS = P.alist()
+
+
+def _bcast(x: Val, dims: A, ty: Ty) -> Val:
+    return Val.op("broadcast", P.vals(x), P.amap(dims=dims), ty)
+
+
+def _loop1(lb: Val, ub: Val, st: Val, init: Val, attrs: AMap, ty: Ty, depth, body: Val, yattrs: AMap) -> Val:
+    """Result 0 of a pure one-carry ``for`` whose region (depth ``depth``) yields ``body``."""
+    return Val.res(Multi.op("for", P.vals(lb, ub, st, init), attrs, P.tys(ty),
+                            Regions.cons(Region.make(depth, P.tys(INDEX, ty), Stmts.nil(), P.vals(body), yattrs),
+                                         Regions.nil())), 0, ty)
+
+
+def _tiles() -> list:
+    return [LE.sym(B.TILE_PARAMS[0]), LE.sym(B.TILE_PARAMS[1]), LE.sym(TILE_R)]
+
+
+def _support_rules() -> list:
+    d, d2, k, mk = vars_("d d2 k mk", i64)
+    kc, kt, v, y = vars_("kc kt v y", Val)
+    tiles = var("tiles", LEs)
+    c = var("c", B.LiftCtx)
+    t = var("t", Ty)
+    red = B.LiftCtx.red(d, kc, kt, tiles)
+    out = [
+        named("reduction.ctx_tiles", rule(eq(c).to(red), name="reduction.ctx_tiles").then(
+            union(B.ctx_tiles(c)).with_(tiles)), "the tiles of a reduction context"),
+        named("reduction.lift_iv", rewrite(B.lift(Val.arg(d, 0, INDEX), red)).to(kc),
+              "the induction variable -> k0 + range(TR)"),
+        named("reduction.lift_other_arg", rewrite(B.lift(Val.arg(d2, k, t), red)).to(
+            Val.arg(d2, k, t), ne(d2).to(d), ne(d2).to(i64(0))),
+            "arguments of other regions are uniform over the member tile"),
+        named("reduction.lift_invariant", rule(eq(y).to(B.lift(v, red)), eq(mk).to(P.Dep(v)),
+                                               eq(mk & ((i64(1) << d) | (i64(1) << (d + P.IV_BITS)))).to(i64(0)),
+                                               name="reduction.lift_invariant").then(union(y).with_(v)),
+              "a value that reads nothing of the loop (e.g. a row maximum computed before it) is uniform over the "
+              "member tile"),
+    ]
+    for mask in B.ALL_MASKS:
+        if mask & B2:
+            out.append(named(f"reduction.tail_{mask}", rewrite(B.tail(mask, red)).to(
+                B.bcast_to(kt, B2, mask, tiles)), "members past the loop's end are invalid"))
+    return out
+
+
+def _block_rules() -> list:
+    lb, ub, st, x0, x, y, lx = vars_("lb ub st x0 x y lx", Val)
+    mo = var("mo", i64)
+    attrs, ca, rya, sattrs = vars_("attrs ca rya sattrs", AMap)
+    comb, dt = vars_("comb dt", String)
+    ident = var("ident", A)
+    ty = var("ty", Ty)
+    d = var("d", i64)
+    tl = _tiles()
+    tiles = B._les(*tl)
+    iv = Val.arg(d, 0, INDEX)
+    body = Val.op(comb, P.vals(Val.arg(d, 1, ty), x), ca, ty)
+    region_tys = Tys.cons(INDEX, Tys.cons(ty, Tys.nil()))
+
+    def loop(step: Val, yielded: Val) -> Val:
+        return Val.res(Multi.op("for", P.vals(lb, ub, step, x0), attrs, Tys.cons(ty, Tys.nil()),
+                                Regions.cons(Region.make(d, region_tys, Stmts.nil(), P.vals(yielded), rya),
+                                             Regions.nil())), 0, ty)
+
+    kc_ty = B._frag("index", B2, tl)
+    kc = Val.op("add", P.vals(Val.op("broadcast", P.vals(iv), P.amap(dims=B._ints([])), kc_ty),
+                              Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(), kc_ty)
+    kt = Val.op("cmp", P.vals(kc, Val.op("broadcast", P.vals(ub), P.amap(dims=B._ints([])), kc_ty)),
+                P.amap(pred=A.str_("lt")), B._frag("i1", B2, tl))
+    ctx = B.LiftCtx.red(d, kc, kt, tiles)
+    old = loop(st, body)
+    facts = [eq(y).to(old), P.HasAttr(attrs, "reduce", A.str_(comb)), eq(st).to(P.const(sattrs, INDEX)),
+             P.HasAttr(sattrs, "value", A.int_(1))]
+    out = [named("reduction.demand_member", rule(*facts, eq(mo).to(B.MaskOf(y)), CarryMask(mo),
+                                                 name="reduction.demand_member")
+                 .then(B.lift(x, ctx)), "lift the member of an ordinary reduction loop over a tile of its members")]
+    for mask in BLOCKED_CARRIES:
+        wide = mask | B2
+        axis = bin(mask).count("1")            # b2 is the last axis of the member tile
+        wide_ty = B.frag_ty(dt, wide, tiles)
+        ident_tile = Val.op("broadcast", P.vals(Val.op("const", Vals.nil(), P.amap(value=ident), Ty.scalar(dt))),
+                            P.amap(dims=B._ints([])), wide_ty)
+        member = Val.op("reduce", P.vals(Val.op("select", P.vals(B.tail(wide, ctx), lx, ident_tile), AMap.nil(),
+                                                wide_ty)),
+                        P.amap(axes=B._ints([axis]), combine=A.str_(comb), identity=P.alist(ident)), ty)
+        new = loop(Val.op("launch", Vals.nil(), P.amap(expr=A.le(LE.sym(TILE_R))), INDEX),
+                   Val.op(comb, P.vals(Val.arg(d, 1, ty), member), ca, ty))
+        name = f"reduction.block_{mask}"
+        out.append(named(name, rule(*facts, eq(B.MaskOf(y)).to(i64(mask)), eq(dt).to(B.DtypeOf(y)),
+                                    ReduceIdentity(comb, dt, ident), eq(lx).to(B.lift(x, ctx)),
+                                    eq(B.MaskOf(lx)).to(i64(wide)), name=name).then(union(y).with_(new)),
+                         f"for k step 1: c(acc, x(k)) == for k0 step TR: c(acc, reduce_c(x(k0 + range(TR)) where "
+                         f"valid else identity)) (an ordinary reduction regrouped; carried axes {B._bits(mask)})"))
+    return out
+
+
+def _narrow_rules() -> list:
+    out = []
+    lb, ub, st, x0, xm, y, s = vars_("lb ub st x0 xm y s", Val)
+    attrs, mb, m0, ya, rya, ca = vars_("attrs mb m0 ya rya ca", AMap)
+    comb, dt = vars_("comb dt", String)
+    dims = var("dims", A)
+    shb, shs = vars_("shb shs", LEs)
+    axb, axs = vars_("axb axs", Strs)
+    d = var("d", i64)
+    big = Ty.frag_axes(dt, shb, axb)
+    small = Ty.frag_axes(dt, shs, axs)
+    sc = Ty.scalar(dt)
+    member = Val.op("broadcast", P.vals(xm), mb, big)
+    body = Val.op(comb, P.vals(Val.arg(d, 1, big), member), ca, big)
+    loop = _loop1(lb, ub, st, y, attrs, big, d, body, rya)
+    marked = [P.HasAttr(attrs, "reduce", A.str_(comb)), P.HasAttr(mb, "dims", dims)]
+    cases = (
+        ("narrow_carry", small, [eq(y).to(Val.op("broadcast", P.vals(x0), m0, big)), P.HasAttr(m0, "dims", dims),
+                                 P.ValTy(x0, small), P.ValTy(xm, small)], x0,
+         "init and member broadcast the same way"),
+        ("narrow_carry_splat", small, [eq(y).to(Val.op("broadcast", P.vals(s), m0, big)),
+                                       P.HasAttr(m0, "dims", NO_DIMS), P.ValTy(s, sc), P.ValTy(xm, small)],
+         _bcast(s, NO_DIMS, small), "a scalar init splat over the member's axes"),
+        ("narrow_carry_scalar", sc, [eq(y).to(Val.op("broadcast", P.vals(s), m0, big)),
+                                     P.HasAttr(m0, "dims", NO_DIMS), P.ValTy(s, sc), P.ValTy(xm, sc)], s,
+         "a uniform member: the summary is one scalar"),
+    )
+    for name, nty, facts, init, why in cases:
+        nbody = Val.op(comb, P.vals(Val.arg(d, 1, nty), xm), ca, nty)
+        new = Val.op("broadcast", P.vals(_loop1(lb, ub, st, init, attrs, nty, d, nbody, rya)), P.amap(dims=dims), big)
+        full = f"reduction.{name}"
+        out.append(named(full, rule(eq(var("lp", Val)).to(loop), *marked, *facts, name=full).then(
+            union(var("lp", Val)).with_(new)),
+            f"for(.., bcast(x0)) {{c: combine(c, bcast(x))}} == bcast(for(.., x0) {{c: combine(c, x)}}) ({why}; "
+            f"an element-wise combiner commutes with broadcast)"))
+    return out
+
+
+def _hoist_rules() -> list:
+    out = []
+    a, b, v = vars_("a b v", Val)
+    ma, mb, attrs = vars_("ma mb attrs", AMap)
+    nm, dt, da, db = vars_("nm dt da db", String)
+    dims = var("dims", A)
+    shb, shs = vars_("shb shs", LEs)
+    axb, axs = vars_("axb axs", Strs)
+    big = Ty.frag_axes(dt, shb, axb)
+    ta, tb = vars_("ta tb", Ty)
+
+    def small(x):
+        return Ty.frag_axes(x, shs, axs)
+
+    def bc(x, m, xdt):
+        return Val.op("broadcast", P.vals(x), m, Ty.frag_axes(xdt, shb, axb))
+
+    # unary: op(bcast(a)) -> bcast(op(a)); a a fragment or a scalar
+    lhs = Val.op(nm, P.vals(bc(a, ma, da)), attrs, big)
+    for kind, aty, rty in (("frag", small(da), small(dt)), ("scalar", Ty.scalar(da), Ty.scalar(dt))):
+        name = f"reduction.hoist_unary_{kind}"
+        out.append(named(name, rule(eq(v).to(lhs), Elementwise(nm), P.HasAttr(ma, "dims", dims), P.ValTy(a, aty),
+                                    name=name).then(
+            union(v).with_(_bcast(Val.op(nm, P.vals(a), attrs, rty), dims, big))),
+            "op(bcast(a)) == bcast(op(a)) for an element-wise op"))
+    # binary: both operands broadcast the same way from one shape
+    lhs = Val.op(nm, P.vals(bc(a, ma, da), bc(b, mb, db)), attrs, big)
+    same = [Elementwise(nm), P.HasAttr(ma, "dims", dims), P.HasAttr(mb, "dims", dims)]
+    for kind, aty, bty, rty in (("frag", small(da), small(db), small(dt)),
+                                ("scalar", Ty.scalar(da), Ty.scalar(db), Ty.scalar(dt))):
+        name = f"reduction.hoist_binary_{kind}"
+        out.append(named(name, rule(eq(v).to(lhs), *same, P.ValTy(a, aty), P.ValTy(b, bty), name=name).then(
+            union(v).with_(_bcast(Val.op(nm, P.vals(a, b), attrs, rty), dims, big))),
+            "op(bcast(a), bcast(b)) == bcast(op(a, b)) when a and b have one shape"))
+    # binary: one operand a fragment broadcast, the other a scalar splat
+    for side in ("left", "right"):
+        facts = [Elementwise(nm), P.HasAttr(ma, "dims", dims), P.HasAttr(mb, "dims", NO_DIMS),
+                 P.ValTy(a, small(da)), P.ValTy(b, Ty.scalar(db))]
+        splat = _bcast(b, NO_DIMS, small(db))
+        ops = P.vals(bc(a, ma, da), bc(b, mb, db)) if side == "left" else P.vals(bc(b, mb, db), bc(a, ma, da))
+        nops = P.vals(a, splat) if side == "left" else P.vals(splat, a)
+        name = f"reduction.hoist_binary_splat_{side}"
+        out.append(named(name, rule(eq(v).to(Val.op(nm, ops, attrs, big)), *facts, name=name).then(
+            union(v).with_(_bcast(Val.op(nm, nops, attrs, small(dt)), dims, big))),
+            "op(bcast(a), splat(s)) == bcast(op(a, splat(s))) (the splat re-targeted at a's shape)"))
+    return out
+
+
+def seed(graph) -> None:
+    """The lifting tables (shared with ``blocking``) and the combiners' identities."""
+    B._seed_tables(graph)
+    graph.run_text("\n".join(f"({graph.egg_name(CarryMask)} {m})" for m in BLOCKED_CARRIES))
+    for comb, value in _IDENTITY.items():
+        for dt in _FLOATS:
+            B._fact(graph, ReduceIdentity, f'"{comb}"', f'"{dt}"', B._T("AFloat", float_text(value)))
+
+
+ANALYSIS_RULES = _support_rules()
+for _r in ANALYSIS_RULES:
+    SUPPORT.append(_r.egg)
+
+
+def rules() -> list:
+    return _narrow_rules() + _hoist_rules() + _block_rules()
+
+
+for _r in rules():
+    RULESET.append(_r.egg)
