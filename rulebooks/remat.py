@@ -30,10 +30,12 @@ loop operand/argument/yield types agree).
 """
 from __future__ import annotations
 
-from egglog import Bool, String, eq, function, i64, i64Like, rewrite, rule, ruleset, union, var, vars_
+from egglog import Bool, String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, union, var, vars_
 
 from intent_eqsat.rules.registry import rule as named
-from intent_eqsat.rules.sorts import AMap, Multi, Region, Regions, Stmts, Ty, Tys, Val, Vals
+from intent_eqsat.rules import patterns as P
+from intent_eqsat.rules.sorts import A, AMap, KernelT, LE, Multi, Region, Regions, Seg, Segs, Stmt, Stmts, Ty, Tys, \
+    Val, Vals
 
 GROUP = "remat"
 ORDER = 22
@@ -146,12 +148,140 @@ def _materialize_rules() -> list:
     return out
 
 
+@function(egg_fn="RematColumn")
+def column_loop(v: Val, col: i64Like) -> Val:
+    """``v`` with the execution group's coordinate ``Arg(1, col)`` replaced by the induction variable ``Arg(2, 0)``
+    of a loop over that coordinate. Values that do not read the coordinate (``ColumnFree``) are kept as they are
+    (written for the group, decode places them before the loop); an op is rebuilt over its operands; a region op
+    that reads the coordinate has no rule (its regions would have to move one level in), so a kernel needing one
+    never resolves."""
+
+
+@function(egg_fn="RematColumnVals")
+def column_loop_vals(vs: Vals, col: i64Like) -> Vals: ...
+
+
+@function(egg_fn="RematColumnStmts")
+def column_loop_stmts(ss: Stmts, col: i64Like) -> Stmts: ...
+
+
+#: ``v`` reads nothing of group coordinate ``col`` (region arguments of depth 1)
+ColumnFree = relation("RematColumnFree", Val, i64)
+ColumnFreeVals = relation("RematColumnFreeVals", Vals, i64)
+ColumnFreeRegions = relation("RematColumnFreeRegions", Regions, i64)
+#: the group coordinates the column rule moves into a loop (the last axis of a rank-2..4 segment)
+_COLUMNS = (1, 2, 3)
+
+
+def _column_rules() -> list:
+    """The analysis and substitution behind ``remat.column_loop_*``."""
+    v, x = vars_("v x", Val)
+    xs, rest, ys = vars_("xs rest ys", Vals)
+    attrs, ya = vars_("attrs ya", AMap)
+    t = var("t", Ty)
+    ts, args = vars_("ts args", Tys)
+    nm = var("nm", String)
+    d, i, k, col, seq = vars_("d i k col seq", i64)
+    regs = var("regs", Regions)
+    ss = var("ss", Stmts)
+    table = [
+        ("free_arg_depth", rule(eq(v).to(Val.arg(d, i, t)), ColumnCol(col), ne(d).to(i64(1))).then(ColumnFree(v, col)),
+         "an argument of another region"),
+        ("free_arg_other", rule(eq(v).to(Val.arg(1, i, t)), ColumnCol(col), ne(i).to(col)).then(ColumnFree(v, col)),
+         "another group coordinate"),
+        ("free_nil", rule(eq(xs).to(Vals.nil()), ColumnCol(col)).then(ColumnFreeVals(xs, col)), "no values"),
+        ("free_cons", rule(eq(xs).to(Vals.cons(x, rest)), ColumnFree(x, col), ColumnFreeVals(rest, col)).then(
+            ColumnFreeVals(xs, col)), "values"),
+        ("free_op", rule(eq(v).to(Val.op(nm, xs, attrs, t)), ColumnFreeVals(xs, col)).then(ColumnFree(v, col)),
+         "an op of free operands"),
+        ("free_regions_nil", rule(eq(regs).to(Regions.nil()), ColumnCol(col)).then(ColumnFreeRegions(regs, col)),
+         "no regions"),
+        ("free_regions_cons", rule(eq(regs).to(Regions.cons(Region.make(d, args, Stmts.nil(), ys, ya),
+                                                            var("rr", Regions))),
+                                   ColumnFreeVals(ys, col), ColumnFreeRegions(var("rr", Regions), col)).then(
+            ColumnFreeRegions(regs, col)), "pure regions whose yields are free"),
+        ("free_res", rule(eq(v).to(Val.res(Multi.op(nm, xs, attrs, ts, regs), i, t)), ColumnFreeVals(xs, col),
+                          ColumnFreeRegions(regs, col)).then(ColumnFree(v, col)), "a region op of free parts"),
+        ("subst_coord", rewrite(column_loop(Val.arg(1, col, t), col)).to(Val.arg(2, 0, t)),
+         "the coordinate -> the loop's induction variable"),
+        ("subst_free", rule(eq(x).to(column_loop(v, col)), ColumnFree(v, col)).then(union(x).with_(v)),
+         "a value that does not read the coordinate is unchanged"),
+        ("subst_op", rewrite(column_loop(Val.op(nm, xs, attrs, t), col)).to(
+            Val.op(nm, column_loop_vals(xs, col), attrs, t), eq(xs).to(Vals.cons(x, rest))),
+         "an op over its operands"),
+        ("subst_nil", rewrite(column_loop_vals(Vals.nil(), col)).to(Vals.nil()), "[]"),
+        *((f"subst_cons_{kind}", rewrite(column_loop_vals(Vals.cons(x, rest), col)).to(
+            Vals.cons(column_loop(x, col), column_loop_vals(rest, col)), eq(x).to(head)),
+           f"each value (the head a {kind} term: an unresolved substitution is never substituted again)")
+          for kind, head in (("arg", Val.arg(var("hd", i64), var("hi", i64), t)),
+                             ("op", Val.op(var("hn", String), var("hx", Vals), var("ha", AMap), t)),
+                             ("res", Val.res(var("hm", Multi), var("hj", i64), t)))),
+        ("subst_stmts_nil", rewrite(column_loop_stmts(Stmts.nil(), col)).to(Stmts.nil()), "no effects"),
+        ("subst_stmt", rewrite(column_loop_stmts(Stmts.cons(Stmt.op(seq, nm, xs, attrs, ts, Regions.nil()), ss),
+                                                 col)).to(
+            Stmts.cons(Stmt.op(seq, nm, column_loop_vals(xs, col), attrs, ts, Regions.nil()),
+                       column_loop_stmts(ss, col))),
+         "a region-free effect (a store) over its operands, in its place"),
+    ]
+    return [named(f"remat.column_{n}", r, law) for n, r, law in table]
+
+
+#: ``ColumnCol(col)``: a coordinate index the column analysis runs for (seeded)
+ColumnCol = relation("RematColumnCol", i64)
+
+
+def _column_loop_rules() -> list:
+    """Materialize row summaries across column tiles: one program per tile of the leading axes loops over the
+    last axis's tiles, so values that do not read that coordinate (a row maximum, a row sum) are computed once per
+    program and kept live across the loop, instead of once per column program (rematerialized)."""
+    kname = var("kname", String)
+    argtys, gya, ya, gattrs = var("argtys", Tys), var("gya", AMap), var("ya", AMap), var("gattrs", AMap)
+    gstmts = var("gstmts", Stmts)
+    gyields, yields = vars_("gyields yields", Vals)
+    pid = var("pid", Val)
+    seq = var("seq", i64)
+    lau = var("lau", LE)
+    es = list(vars_("e0 e1 e2 e3", LE))
+    out = []
+    for rank in (2, 3, 4):
+        col = rank - 1
+        exts = es[:rank]
+        gargs = P.tys(*([INDEX] * rank))
+
+        def kernel(segs, stmts, group_args):
+            group = Stmt.op(seq, "execution_group", P.vals(pid), gattrs, Tys.nil(),
+                            Regions.cons(Region.make(1, group_args, stmts, gyields, gya), Regions.nil()))
+            return KernelT.make(kname, segs, lau, Region.make(0, argtys, Stmts.cons(group, Stmts.nil()), yields, ya))
+
+        old = kernel(Segs.cons(Seg.make(P.les(*exts), "row_major", LE.none()), Segs.nil()), gstmts, gargs)
+        zero = Val.op("const", Vals.nil(), P.amap(value=A.int_(0)), INDEX)
+        one = Val.op("const", Vals.nil(), P.amap(value=A.int_(1)), INDEX)
+        trips = Val.op("launch", Vals.nil(), P.amap(expr=A.le(exts[col])), INDEX)
+        loop = Stmt.op(seq, "for", P.vals(zero, trips, one), AMap.nil(), Tys.nil(),
+                       Regions.cons(Region.make(2, P.tys(INDEX), column_loop_stmts(gstmts, col), Vals.nil(), AMap.nil()),
+                                    Regions.nil()))
+        new = kernel(Segs.cons(Seg.make(P.les(*exts[:col]), "row_major", LE.none()), Segs.nil()),
+                     Stmts.cons(loop, Stmts.nil()), P.tys(*([INDEX] * col)))
+        name = f"remat.column_loop_rank{rank}"
+        out.append(named(name, rule(eq(var("k", KernelT)).to(old), name=name).then(
+            union(var("k", KernelT)).with_(new)),
+            f"one program per tile of a rank-{rank} segment == one program per tile of its first {col} axes looping "
+            f"over the last axis's tiles (the stores run in order inside the program; values that do not read the "
+            f"last coordinate are computed once per program and kept live across the loop)"))
+    return out
+
+
+def seed(graph) -> None:
+    """The coordinates the column analysis runs for."""
+    graph.run_text("\n".join(f"({graph.egg_name(ColumnCol)} {c})" for c in _COLUMNS))
+
+
 def rules() -> list:
-    return _materialize_rules()
+    return _materialize_rules() + _column_loop_rules()
 
 
 for _r in rules():
     RULESET.append(_r.egg)
-ANALYSIS_RULES = _hoisted_rules()
+ANALYSIS_RULES = _hoisted_rules() + _column_rules()
 for _r in ANALYSIS_RULES:
     HOIST.append(_r.egg)

@@ -28,13 +28,19 @@ class Decision:
     alternative_cost: float    # modelled kernel time with the other form forced (inf: no legal program)
     copies: int = 1            # loops computing the value in the extracted program
     alternative_copies: int = 2
+    kind: str = "value"        # "value": consumers share a loop or not; "program_axis": across programs
 
     @property
     def why(self) -> str:
         other = "rematerialize" if self.decision == "materialize" else "materialize"
-        what = (f"{self.copies} loop computes it for every consumer, kept live across the consumers' loops"
-                if self.decision == "materialize" else
-                f"{self.copies} loops recompute it, one per consumer")
+        if self.kind == "program_axis":
+            what = ("one program per tile of the leading axes computes them once and keeps them live across its "
+                    "loop over the last axis" if self.decision == "materialize" else
+                    "every program of the last axis recomputes them")
+        else:
+            what = (f"{self.copies} loop computes it for every consumer, kept live across the consumers' loops"
+                    if self.decision == "materialize" else
+                    f"{self.copies} loops recompute it, one per consumer")
         if not math.isfinite(self.alternative_cost):
             return f"{what}; {other} has no legal program under the cost model"
         ratio = self.alternative_cost / self.cost if self.cost > 0 else math.inf
@@ -44,7 +50,7 @@ class Decision:
     def as_dict(self) -> dict[str, Any]:
         return {"value": self.value, "decision": self.decision, "cost": self.cost,
                 "alternative_cost": self.alternative_cost, "copies": self.copies,
-                "alternative_copies": self.alternative_copies, "why": self.why}
+                "alternative_copies": self.alternative_copies, "kind": self.kind, "why": self.why}
 
     def __str__(self) -> str:
         return f"{self.value}: {self.decision} ({self.why})"
@@ -178,4 +184,53 @@ def materialization_decisions(export: Any, model: Any, choice: dict, *, limit: i
     return sorted(found.values(), key=lambda d: d.value)
 
 
-__all__ = ["Decision", "materialization_decisions"]
+def _rank(export: Any, choice: dict, kernel_node: str) -> int | None:
+    """The number of axes of a kernel node's (first) segment, read through ``choice``."""
+    segs = choice.get(_class(export, export.nodes[kernel_node]["children"][1]))
+    if segs is None or export.nodes[segs]["op"] != "SegsCons":
+        return None
+    seg = choice.get(_class(export, export.nodes[segs]["children"][0]))
+    if seg is None:
+        return None
+    n, cur = 0, _class(export, export.nodes[seg]["children"][0])
+    while (nid := choice.get(cur)) is not None and export.nodes[nid]["op"] == "LEsCons":
+        n += 1
+        cur = _class(export, export.nodes[nid]["children"][1])
+    return n
+
+
+def program_axis_decision(export: Any, model: Any, choice: dict, kernel: str) -> Decision | None:
+    """``remat.column_loop_*``: the kernel's e-class holds programs over a rank-r segment and programs over its
+    first r - 1 axes that loop over the last one. Fewer axes materialize the values that do not read the last
+    coordinate (computed once per program, live across the loop); more axes rematerialize them (every program of
+    the last axis recomputes them). The alternative is the cheapest program of the other form."""
+    root = export.root
+    chosen = choice.get(root)
+    if chosen is None:
+        return None
+    rank = _rank(export, choice, chosen)
+    if rank is None:
+        return None
+    best: tuple[float, int] | None = None
+    for other in export.classes.get(root, []):
+        if other == chosen or export.nodes[other]["op"] != "Kernel":
+            continue
+        r = _rank(export, choice, other)
+        if r is None or abs(r - rank) != 1:
+            continue
+        alt_choice, _ = model.extract({root: other})
+        if alt_choice.get(root) != other:
+            continue
+        cost = float(model.evaluate(alt_choice, root).total)
+        if math.isfinite(cost) and (best is None or cost < best[0]):
+            best = (cost, r)
+    if best is None:
+        return None
+    here = float(model.evaluate(choice, root).total)
+    fewer = rank < best[1]
+    return Decision(f"{kernel}: values that do not read the last program coordinate",
+                    "materialize" if fewer else "rematerialize", here, best[0],
+                    1 if fewer else 2, 2 if fewer else 1, kind="program_axis")
+
+
+__all__ = ["Decision", "materialization_decisions", "program_axis_decision"]

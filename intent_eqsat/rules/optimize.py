@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from intent_eqsat import ir
 from intent_eqsat.errors import IntentError
-from intent_eqsat.extract.decisions import Decision, materialization_decisions
+from intent_eqsat.extract.decisions import Decision, materialization_decisions, program_axis_decision
 from intent_eqsat.extract.extractor import extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
@@ -433,6 +433,9 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     model = getattr(_node_cost(ext_cost, export), "__self__", None)
     if model is not None and hasattr(model, "evaluate") and hasattr(model, "extract"):
         res.decisions = materialization_decisions(export, model, choice)
+        axis = program_axis_decision(export, model, choice, kernel.name)
+        if axis is not None:
+            res.decisions.append(axis)
     _phase(phases, "decisions", t)
     for msg, loc in F.remarks(graph.egraph):
         res.remarks.append(f"kernel {kernel.name}{', ' + loc if loc else ''}: {msg}")

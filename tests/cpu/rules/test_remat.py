@@ -53,9 +53,9 @@ def _loops(kernel, origin_prefix: str = "") -> list:
 def test_softmax_report_shows_the_materialize_decision_and_why():
     module = _corpus("softmax")
     result = _optimize(module)
-    decisions = result.report["kernels"]["softmax"]["decisions"]
-    assert [d["value"] for d in decisions] == ["softmax.s0.e1"]          # mx[m] = max(n: X[m, n])
-    d = decisions[0]
+    decisions = {d["kind"]: d for d in result.report["kernels"]["softmax"]["decisions"]}
+    d = decisions["value"]
+    assert d["value"] == "softmax.s0.e1"                                 # mx[m] = max(n: X[m, n])
     assert d["decision"] == "materialize"
     assert (d["copies"], d["alternative_copies"]) == (1, 2)
     assert d["alternative_cost"] > d["cost"] > 0                        # recomputing it costs one more row pass
@@ -71,9 +71,36 @@ def test_softmax_report_shows_the_materialize_decision_and_why():
 def test_layernorm_mean_is_materialized():
     module = _corpus("layernorm")
     result = _optimize(module)
-    decisions = result.report["kernels"]["layernorm"]["decisions"]
+    decisions = [d for d in result.report["kernels"]["layernorm"]["decisions"] if d["kind"] == "value"]
     assert decisions and all(d["decision"] == "materialize" for d in decisions)
     assert_matches_reference(module, result.program)
+
+
+def _sized(module, sizes):
+    from intent_eqsat.extract.cost import RooflineCost
+    from intent_eqsat.providers.targets import get_target
+    return _optimize(module, cost=RooflineCost(get_target("sm90"), sizes))
+
+
+def test_row_summaries_across_column_tiles_depend_on_the_shape():
+    """PASS-7 "different decisions for different shapes": with few rows (1024 x 1024, the model's default) the
+    column programs each recompute the row summaries (more programs in flight); with many long rows (32768 x 8192)
+    one program per row tile loops over the column tiles and computes them once."""
+    module = _corpus("softmax")
+    few = _sized(module, {"M": 1024, "N": 1024})
+    many = _sized(module, {"M": 32768, "N": 8192})
+    pick = {}
+    for tag, res in (("few", few), ("many", many)):
+        axis = [d for d in res.report["kernels"]["softmax"]["decisions"] if d["kind"] == "program_axis"]
+        assert len(axis) == 1, axis
+        pick[tag] = axis[0]
+        assert axis[0]["alternative_cost"] > axis[0]["cost"]
+        assert_matches_reference(module, res.program, seeds=(3,))
+    assert pick["few"]["decision"] == "rematerialize" and pick["many"]["decision"] == "materialize"
+    rank = {tag: len(res.program.kernels[0].space.segments[0].extents) for tag, res in (("few", few), ("many", many))}
+    assert rank == {"few": 2, "many": 1}
+    loops = [op for op in many.program.kernels[0].body.ops[0].regions[0].ops if op.name == "for" and not op.results]
+    assert len(loops) == 1 and any(o.name == "store" for o in loops[0].regions[0].ops)
 
 
 def test_without_the_remat_group_no_decision_is_reported():
