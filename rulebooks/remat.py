@@ -257,9 +257,8 @@ def _column_loop_rules() -> list:
         zero = Val.op("const", Vals.nil(), P.amap(value=A.int_(0)), INDEX)
         one = Val.op("const", Vals.nil(), P.amap(value=A.int_(1)), INDEX)
         trips = Val.op("launch", Vals.nil(), P.amap(expr=A.le(exts[col])), INDEX)
-        loop = Stmt.op(seq, "for", P.vals(zero, trips, one), AMap.nil(), Tys.nil(),
-                       Regions.cons(Region.make(2, P.tys(INDEX), column_loop_stmts(gstmts, col), Vals.nil(), AMap.nil()),
-                                    Regions.nil()))
+        body = Region.make(2, P.tys(INDEX), column_loop_stmts(gstmts, col), Vals.nil(), AMap.nil())
+        loop = Stmt.op(seq, "for", P.vals(zero, trips, one), AMap.nil(), Tys.nil(), Regions.cons(body, Regions.nil()))
         new = kernel(Segs.cons(Seg.make(P.les(*exts[:col]), "row_major", LE.none()), Segs.nil()),
                      Stmts.cons(loop, Stmts.nil()), P.tys(*([INDEX] * col)))
         name = f"remat.column_loop_rank{rank}"

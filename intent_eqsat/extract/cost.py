@@ -63,9 +63,11 @@ Simplifications (calibration, issue 7, tunes :class:`CostParams`):
 - memory and compute inside one program are summed for the inner proxy, overlapped (max) for the kernel time;
 - masked-off members of a load/store are counted as moved; coalescing/strides are ignored (a fragment access moves
   its bytes, a scalar access at least ``min_transaction_bytes``); gathers cost like loads;
-- a register estimate is: loop-carried fragments along the loop nest + the largest single op result inside
-  (a contract accumulating into a carried accumulator adds nothing; its operands count in shared memory); live-in
-  values that are not carried are not counted; ``index`` is 32 bits, ``i1`` one byte;
+- a register estimate is: loop-carried fragments along the loop nest + the largest single op inside, an
+  element-wise op counting its result twice and a ``reduce`` its source and result (an operand is live while the
+  result is computed; calibrated on the H200: a [2, 8192] f32 row tile with 4 warps ran 1.7x slower than a
+  [1, 8192] one, spilling) (a contract accumulating into a carried accumulator adds nothing; its operands count
+  in shared memory); live-in values that are not carried are not counted; ``index`` is 32 bits, ``i1`` one byte;
 - ``if`` costs its dearer branch; ``while`` runs ``default_size`` times; a combiner region runs once per member;
   scalar ops cost a full warp of lanes, fragment ops one lane per element;
 - an unknown trip count bound uses ``default_size`` (1024), like an unknown shape symbol; a program coordinate in a
@@ -76,7 +78,9 @@ Simplifications (calibration, issue 7, tunes :class:`CostParams`):
   group sits under several kernels with different segments);
 - groups share one footprint (the max over groups) and the quantization of the total program count; a grid-stride
   kernel's programs are its ``launch`` count and its traversal loop does not multiply the groups;
-- L2 reuse is only modelled inside one wave, and only through which program coordinates a load's coordinates read.
+- L2 reuse is only modelled inside one wave, through which program coordinates a load's coordinates read, and for
+  a program's repeated passes over one view (the largest load of the view is its first pass; the others re-read
+  it from L2 while the wave's first-pass footprint fits; calibrated on the H200 softmax row-tile sweep).
 """
 from __future__ import annotations
 
@@ -103,7 +107,7 @@ class CostParams:
 
     default_size: int = 1024                  # unknown shape symbol / trip count bound
     elems_per_thread: int = 32                # fragment elements per thread when choosing warps
-    max_warps: int = 8                        # largest num_warps the providers use for one program
+    max_warps: int = 4                        # num_warps of one program (the Triton serializer launches 4)
     base_registers: int = 32                  # addresses, indices, loop state per thread
     register_granularity: int = 8             # registers are allocated in multiples of this per thread
     pipeline_stages: int = 3                  # buffered copies of contract operands; latency overlap in loops
@@ -177,8 +181,10 @@ _ZV = (0.0,) * _NV
 
 
 class Work:
-    """Per-execution work: a vector of amounts and the read bytes keyed by the program-coordinate mask their
-    coordinates depend on (for the L2 reuse model)."""
+    """Per-execution work: a vector of amounts and the read bytes keyed by (the program-coordinate mask their
+    coordinates depend on, the view read), each as ``(bytes, first-pass bytes)``: the bytes of all loads of that
+    view and the bytes of the largest single load (one pass over the data; further loads of the same view re-read
+    it), for the L2 reuse model."""
 
     __slots__ = ("v", "reads")
 
@@ -192,14 +198,15 @@ class Work:
         if self is ZERO:
             return other
         reads = dict(self.reads)
-        for k, b in other.reads.items():
-            reads[k] = reads.get(k, 0.0) + b
+        for k, (b, first) in other.reads.items():
+            b0, f0 = reads.get(k, (0.0, 0.0))
+            reads[k] = (b0 + b, max(f0, first))
         return Work(tuple(a + b for a, b in zip(self.v, other.v)), reads)
 
     def scale(self, k: float) -> "Work":
         if k == 1.0 or self is ZERO:
             return self
-        return Work(tuple(a * k for a in self.v), {m: b * k for m, b in self.reads.items()})
+        return Work(tuple(a * k for a in self.v), {m: (b * k, f * k) for m, (b, f) in self.reads.items()})
 
     def __repr__(self) -> str:
         return f"Work({self.v}, {self.reads})"
@@ -852,6 +859,8 @@ class CostModel:
             return ZERO, peak, elems, 0.0, None
         if name in _MOVE:
             return self._alu(self._lanes(out_elems), out_dtype), peak, elems, 0.0, None
+        if name in UNARY_OPS or name in BINARY_OPS or name in ("cmp", "select", "cast"):
+            peak *= 2.0                        # an operand fragment is live while the result is computed
         if name in UNARY_OPS or name in BINARY_OPS:
             lanes = self._lanes(out_elems)
             approx = bool(attrs.get("approximate"))
@@ -883,7 +892,7 @@ class CostModel:
             n_comp = max(1, len(operands) if name in ("reduce", "scan") else 1)
             factor = {"reduce": 1.0, "scan": 2.0, "argreduce": 2.0, "histogram": 2.0}[name]
             work = self._alu(self._lanes(src.elems) * n_comp * factor, src.dtype)
-            return work, peak, max(elems, src.elems if src.is_fragment else 0), 0.0, None
+            return work, peak + src.words, max(elems, src.elems if src.is_fragment else 0), 0.0, None
         return self._alu(self._lanes(out_elems), out_dtype), peak, elems, 0.0, None
 
     def _access_work(self, name, attrs, operands, results, peak, elems):
@@ -906,8 +915,9 @@ class CostModel:
         if name in _GLOBAL_WRITES or name == "buffer_store":
             return addr + _work(traffic=nbytes, writes=nbytes), peak, elems, 0.0, None
         if name in _GLOBAL_RMW:
-            return addr + addr + _work(traffic=2 * nbytes, writes=nbytes, reads={-1: nbytes}), peak, elems, 0.0, None
-        return addr + _work(traffic=nbytes, reads={-1: nbytes}), peak, elems, 0.0, None
+            return addr + addr + _work(traffic=2 * nbytes, writes=nbytes, reads={-1: (nbytes, nbytes)}), peak, elems, \
+                0.0, None
+        return addr + _work(traffic=nbytes, reads={-1: (nbytes, nbytes)}), peak, elems, 0.0, None
 
     def _contract_work(self, name, attrs, operands, results, peak, elems):
         t = self.target
@@ -1017,9 +1027,10 @@ class CostModel:
         if st.smem:
             smem = dict(smem)
             smem[nid] = st.smem
-        if work.reads:                                 # key this access's reads by its program coordinates
+        if work.reads:                                 # key this access's reads by its program coordinates and view
             cm = operands.cmask
-            work = Work(work.v, {cm: b for b in work.reads.values()})
+            view = st.operands[0] if st.operands else ""
+            work = Work(work.v, {(cm, view): b for b in work.reads.values()})
         if name == "execution_group":
             info = self._group_info.get(nid) or _GroupInfo(1, (1,), "row_major", None)
             r = regs[0] if regs else EMPTY
@@ -1156,18 +1167,23 @@ class CostModel:
             t_tensor=t_tensor, t_alu=t_alu, t_sfu=t_sfu, t_latency=t_lat, bound=bound)
 
     def _dram_reads(self, g: Group, c: int) -> float:
-        """DRAM bytes of a group's reads: per wave of c programs, each load is fetched distinct(C) times."""
+        """DRAM bytes of a group's reads: per wave of c programs, each view's first pass is fetched distinct(C)
+        times (the rest hit L2 while the wave's working set fits); a program's further passes over the same view
+        re-read what its first pass fetched, and hit L2 when the wave's first-pass footprint fits in it."""
         reads = g.work.reads
         if not reads:
             return 0.0
         steps = max(g.work.v[STEPS], 1.0)
-        dist = {cm: _distinct(g.extents, g.order, g.group_size, cm, c) for cm in reads}
-        ws = sum(dist[cm] * b / steps for cm, b in reads.items())
-        miss = max(0.0, 1.0 - self.target.l2_bytes / ws) if ws > 0 else 0.0
+        l2 = float(self.target.l2_bytes)
+        dist = {cm: _distinct(g.extents, g.order, g.group_size, cm, c) for cm, _ in reads}
+        ws = sum(dist[cm] * b / steps for (cm, _), (b, _) in reads.items())
+        miss = max(0.0, 1.0 - l2 / ws) if ws > 0 else 0.0
+        footprint = sum(dist[cm] * first for (cm, _), (_, first) in reads.items())
+        reread_miss = max(0.0, 1.0 - l2 / footprint) if footprint > 0 else 0.0
         out = 0.0
-        for cm, b in reads.items():
+        for (cm, _), (b, first) in reads.items():
             f = dist[cm] / c
-            out += g.programs * b * (f + (1.0 - f) * miss)
+            out += g.programs * (first * (f + (1.0 - f) * miss) + (b - first) * reread_miss)
         return out
 
     # ------------------------------------------------------------------------------------- extraction

@@ -409,7 +409,9 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     # bind the tile parameters (PASS-6): every binding of the parameters the program uses, by the cost model
     t = time.perf_counter()
     cost_at = _binding_cost(cost, target, tile_defaults)
-    ranked = TILES.choose(decoded, doms, lambda b: cost_at(decoded, b))
+    tgt = get_target(target)
+    ranked = TILES.choose(decoded, TILES.binding_domains(doms, tgt, getattr(cost, "sizes", None)),
+                          lambda b: cost_at(decoded, b), min_lanes=int(getattr(tgt, "warp_size", 32) or 32))
     best_cost, best = ranked[0]
     bound = TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))
     try:

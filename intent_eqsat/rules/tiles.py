@@ -43,6 +43,34 @@ def domains(target: Any, candidates: Sequence[int]) -> dict[str, tuple[int, ...]
     return {**{n: own for n in OWNERSHIP + MEMBERS}, **{n: red for n in REDUCTION}}
 
 
+#: the largest member count a sized candidate may give one fragment axis (a whole row of a known extent)
+SIZED_MAX = 16384
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def binding_domains(doms: Mapping[str, Sequence[int]], target: Any,
+                    sizes: Mapping[str, int] | None = None) -> dict[str, tuple[int, ...]]:
+    """The values :func:`choose` tries: the domains, plus row tiles narrower than a warp for ``TILE_B0`` (a member
+    tile can fill the lanes: :func:`choose` tries them only with ``TILE_R`` and skips bindings whose tiles together
+    are narrower than a warp), plus,
+    when the problem ``sizes`` are known, each extent rounded up to a power of two (up to :data:`SIZED_MAX`) for
+    ``TILE_B1`` and ``TILE_R`` (a whole row per fragment: one pass fetches it and later passes re-read it from L2).
+    Structures are still compared at :func:`defaults` of the plain domains."""
+    warp = int(getattr(target, "warp_size", 32) or 32)
+    out = {n: tuple(d) for n, d in doms.items()}
+    if "TILE_B0" in out:
+        out["TILE_B0"] = tuple(sorted(set(out["TILE_B0"]) | {1 << i for i in range(warp.bit_length() - 1)}))
+    sized = {_next_pow2(v) for v in (sizes or {}).values() if isinstance(v, int) and v > 0}
+    for n in ("TILE_B1", "TILE_R"):
+        if n in out:
+            extra = {v for v in sized if max(out[n]) < v <= SIZED_MAX}
+            out[n] = tuple(sorted(set(out[n]) | extra))
+    return out
+
+
 def defaults(doms: Mapping[str, Sequence[int]]) -> dict[str, int]:
     """The value each parameter takes while structures are compared (the middle of its domain)."""
     return {n: int(sorted(d)[(len(d) - 1) // 2]) for n, d in doms.items()}
@@ -66,15 +94,24 @@ def _text(kernel: Kernel) -> str:
 
 
 def choose(kernel: Kernel, doms: Mapping[str, Sequence[int]], cost_of: Callable[[Mapping[str, int]], float],
-           *, keep: int = 8) -> list[tuple[float, dict[str, int]]]:
+           *, keep: int = 8, min_lanes: int = 1) -> list[tuple[float, dict[str, int]]]:
     """Every binding of the parameters ``kernel`` uses, costed by ``cost_of(binding)``, cheapest first (ties: the
-    binding with smaller tiles first, so the order is deterministic); at most ``keep`` (always the best)."""
+    binding with smaller tiles first, so the order is deterministic); at most ``keep`` (always the best). A binding
+    whose ownership and member tiles together hold fewer than ``min_lanes`` members (a warp leaves lanes idle) is
+    not tried, and a tile axis narrower than ``min_lanes`` only in a program that reduces a member tile
+    (``TILE_R``): the model ignores per-program overhead and coalescing, which narrow tiles of other programs pay
+    (a 4x32 transpose tile was its pick without this)."""
     names = used(kernel)
     if not names:
         return [(cost_of({}), {})]
     ranked = []
+    lanes = [n for n in names if n in OWNERSHIP + MEMBERS]
     for combo in itertools.product(*(sorted(doms[n]) for n in names)):
         binding = dict(zip(names, (int(c) for c in combo)))
+        if lanes and math.prod(binding[n] for n in lanes) < min_lanes:
+            continue
+        if "TILE_R" not in binding and any(binding[n] < min_lanes for n in lanes):
+            continue                  # a narrow row tile only where a member tile of a reduction fills the lanes
         c = cost_of(binding)
         ranked.append((c if c == c else math.inf, binding))
     ranked.sort(key=lambda cb: (cb[0], tuple(cb[1][n] for n in names)))
@@ -92,4 +129,4 @@ def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
     return parse_module(bound).kernels[0]
 
 
-__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "domains", "defaults", "decls", "used", "choose", "bind"]
+__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "SIZED_MAX", "domains", "binding_domains", "defaults", "decls", "used", "choose", "bind"]

@@ -31,7 +31,15 @@ def test_constructed_and_handwritten_estimates_are_finite_and_positive(name, ker
         assert b.bytes > 0
 
 
-@pytest.mark.parametrize("bm,bn,bk", [(32, 32, 16), (64, 64, 32), (128, 128, 64), (64, 128, 32), (128, 256, 64)])
+def test_a_tile_beyond_the_registers_of_a_four_warp_program_is_illegal():
+    """The providers launch 4 warps per program (the Triton serializer's num_warps): a 128x256 f32 accumulator
+    (32768 words) does not fit 128 threads' registers."""
+    for target in (SM90, SM80):
+        b = tiled(target, 128, 256, 64)
+        assert not b.legal and "registers" in b.reason
+
+
+@pytest.mark.parametrize("bm,bn,bk", [(32, 32, 16), (64, 64, 32), (128, 128, 64), (64, 128, 32), (256, 64, 32)])
 def test_tiled_gemm_estimates_are_finite_and_positive(bm, bn, bk):
     for target in (SM90, SM80):
         b = tiled(target, bm, bn, bk)
@@ -99,15 +107,16 @@ def test_wave_quantization_one_program_over_the_sm_count_costs_a_second_round():
     sms = SM90.sm_count
 
     def run(programs):
-        sizes = dict(M=128 * programs, N=256, K=4096, BM=128, BN=256, BK=64)
+        sizes = dict(M=128 * programs, N=128, K=4096, BM=128, BN=128, BK=64)
         return estimate(m.kernels[0], SM90, sizes, params=m, cost_params=no_latency)
 
-    full, over = run(sms), run(sms + 1)
-    assert full.programs == sms and over.programs == sms + 1
-    assert full.programs_per_sm == 1                     # a 128x256 f32 accumulator: one program per SM
+    slots = run(sms).slots                              # programs per SM x SMs: one full round
+    full, over = run(slots), run(slots + 1)
+    assert full.programs == slots and over.programs == slots + 1 and slots % sms == 0
     assert full.waves == 1 and over.waves == 2
-    assert over.total / full.total == pytest.approx(2.0, rel=0.02)
-    assert over.quantization == pytest.approx(2 * sms / (sms + 1))
+    # the one extra program costs a whole SM-round: one more program on every SM's share
+    assert over.quantization == pytest.approx((slots + sms) / (slots + 1))
+    assert over.total / full.total == pytest.approx((slots + sms) / slots, rel=0.02)
     # the same holds at SM granularity when several programs fit on an SM
     small = estimate(m.kernels[0], SM90, dict(M=64 * sms, N=64, K=4096, BM=64, BN=64, BK=32), params=m,
                      cost_params=no_latency)
@@ -212,3 +221,31 @@ def test_special_functions_count_on_the_sfu():
 def test_target_name_and_object_agree():
     k = constructed("softmax").kernels[0]
     assert estimate(k, "sm_90", {}).total == estimate(k, get_target("sm90"), {}).total
+
+
+def test_binding_domains_add_narrow_row_tiles_and_sized_rows():
+    from intent_eqsat.providers.targets import get_target
+    from intent_eqsat.rules import tiles
+    sm90 = get_target("sm90")
+    doms = tiles.domains(sm90, (16, 32, 64, 128))
+    out = tiles.binding_domains(doms, sm90, {"M": 32768, "N": 8192, "K": 5})
+    assert out["TILE_B0"] == (1, 2, 4, 8, 16, 32, 64, 128)
+    assert out["TILE_B1"] == out["TILE_R"] == (32, 64, 128, 8192)      # 32768 is above SIZED_MAX
+    assert tiles.binding_domains(doms, sm90, None)["TILE_B1"] == doms["TILE_B1"]
+    assert tiles.defaults(doms) == tiles.defaults(tiles.domains(sm90, (16, 32, 64, 128)))
+
+
+def test_choose_skips_bindings_narrower_than_a_warp(monkeypatch):
+    from intent_eqsat.rules import tiles
+    monkeypatch.setattr(tiles, "used", lambda kernel: ["TILE_B0", "TILE_R"])
+    seen = []
+    ranked = tiles.choose(None, {"TILE_B0": (1, 2, 32), "TILE_R": (8, 16)},
+                          lambda b: seen.append(dict(b)) or float(b["TILE_B0"]), min_lanes=32)
+    assert {"TILE_B0": 2, "TILE_R": 16} in seen and {"TILE_B0": 1, "TILE_R": 16} not in seen
+    assert all(b["TILE_B0"] * b["TILE_R"] >= 32 for b in seen)
+    assert ranked[0] == (2.0, {"TILE_B0": 2, "TILE_R": 16})
+    monkeypatch.setattr(tiles, "used", lambda kernel: ["TILE_B0", "TILE_B1"])
+    seen.clear()
+    tiles.choose(None, {"TILE_B0": (1, 2, 32), "TILE_B1": (32, 64)}, lambda b: seen.append(dict(b)) or 1.0,
+                 min_lanes=32)
+    assert seen and all(b["TILE_B0"] == 32 for b in seen)     # no member tile: every axis holds a warp

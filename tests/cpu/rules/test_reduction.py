@@ -106,3 +106,27 @@ def test_a_member_reading_its_own_iteration_loop_is_left_alone():
 def test_blocked_reductions_are_cheaper_in_the_model():
     module = _corpus("softmax")
     assert _optimize(module).costs["softmax"] < _optimize(module, rulebooks=["blocking"]).costs["softmax"]
+
+
+def test_whole_row_tiles_when_the_row_extent_is_known():
+    """With the problem size known, the row tile may cover a whole (power-of-two padded) row; the model counts
+    the later passes of a one-row program as L2 re-reads (its rows fit in L2 across the wave), so the pick is one
+    row per program and its DRAM bytes are about one read and one write of X, while a 32-row tile's passes come
+    from DRAM (H200 sweep, docs/perf.md: 0.765 ms vs 1.30 ms)."""
+    from dataclasses import replace
+
+    from intent_eqsat.extract.cost import RooflineCost, estimate
+    from intent_eqsat.providers.targets import get_target
+    module = _corpus("softmax")
+    sizes = {"M": 32768, "N": 8192}
+    result = optimize(construct(module), target="sm90", cost=RooflineCost(get_target("sm90"), sizes))
+    kr = result.kernels["softmax"]
+    assert kr.binding == {"TILE_B0": 1, "TILE_B1": 8192, "TILE_R": 8192}
+    base = next(c for c in kr.candidates if c.forbidden is None)
+    one_row = estimate(replace(base, params=kr.binding).decode(), "sm90", sizes)
+    rows32 = estimate(replace(base, params={**kr.binding, "TILE_B0": 32, "TILE_B1": 128, "TILE_R": 128})
+                      .decode(), "sm90", sizes)
+    x_bytes = 32768 * 8192 * 4
+    assert one_row.dram_bytes == pytest.approx(2 * x_bytes, rel=0.05)
+    assert rows32.dram_bytes > 3.5 * x_bytes
+    assert one_row.total < rows32.total
