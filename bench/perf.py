@@ -167,7 +167,7 @@ SUITE: tuple[Bench, ...] = (
     Bench("cumsum_f32", "cumsum", "memory", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16},
           compile_sizes=_ROWS[0].sizes),
 )
-CALIBRATED_FAMILIES = ("gemm", "attention")
+CALIBRATED_FAMILIES = ("gemm", "attention", "memory")
 
 
 def scalars_for(op: str, sizes: dict) -> dict:
