@@ -37,6 +37,28 @@ def _options(values: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
+def _sizes(values: Sequence[str] | None) -> dict[str, int] | None:
+    """``--sizes M=4096,N=4096`` (repeatable) -> {symbol: positive int}, or None when absent."""
+    out: dict[str, int] = {}
+    for value in values or []:
+        for item in value.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            key, sep, val = item.partition("=")
+            key = key.strip()
+            if not sep or not key.isidentifier():
+                raise _Usage(f"--sizes: expected SYMBOL=N, got {item!r}")
+            try:
+                n = int(val.strip())
+            except ValueError:
+                raise _Usage(f"--sizes: {key} must be a positive integer, got {val.strip()!r}") from None
+            if n <= 0:
+                raise _Usage(f"--sizes: {key} must be a positive integer, got {n}")
+            out[key] = n
+    return out or None
+
+
 def _list(value: str | None) -> list[str] | None:
     if value is None:
         return None
@@ -89,7 +111,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     try:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
-                         optimize=not args.no_optimize)
+                         optimize=not args.no_optimize, sizes=_sizes(args.sizes))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -116,7 +138,7 @@ def cmd_print_program(args: argparse.Namespace) -> int:
 
     try:
         res = pipeline.run(Path(args.file), target=args.target, provider=None, options=_options(args.options),
-                           rulebooks=_list(getattr(args, "rulebooks", None)))
+                           rulebooks=_list(getattr(args, "rulebooks", None)), sizes=_sizes(args.sizes))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -160,7 +182,8 @@ def _batch_config(args: argparse.Namespace, kind: str) -> Any:
                        plots=not getattr(args, "no_plots", False), seeds=getattr(args, "seeds", 2),
                        optimize=(getattr(args, "optimize", False) if kind == "check"
                                  else not getattr(args, "no_optimize", False)),
-                       allow_unsupported=getattr(args, "allow_unsupported", False))
+                       allow_unsupported=getattr(args, "allow_unsupported", False),
+                       sizes=_sizes(getattr(args, "sizes", None)))
 
 
 def _run_batch(args: argparse.Namespace, kind: str) -> int:
@@ -291,7 +314,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         return _optimizer_missing("explain")
     try:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
-                         options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel)
+                         options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
+                         sizes=_sizes(args.sizes))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -345,6 +369,9 @@ def _common(p: argparse.ArgumentParser, provider: bool = True, multi_provider: b
                    help="compile option(s): numerics=source|relaxed_normalization, online_reduction=true|false, "
                         "optimization_remarks=true|false (repeatable or comma-separated)")
     p.add_argument("--rulebooks", metavar="NAME[,NAME]", help="rulebooks handed to the optimizer")
+    p.add_argument("--sizes", action="append", metavar="SYM=N",
+                   help="the problem the cost model chooses block sizes for, e.g. M=32768,N=8192 (repeatable or "
+                        "comma-separated; the program stays correct for every size)")
 
 
 def _batch_common(p: argparse.ArgumentParser) -> None:

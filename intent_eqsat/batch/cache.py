@@ -83,6 +83,8 @@ def job_key(job: dict, rulebook_versions: Any) -> str:
         # the rules matter only when the optimizer runs
         "rulebooks": job.get("rulebooks") if optimize else None,
         "rulebook_versions": rulebook_versions if optimize else "unused",
+        # the problem sizes the cost model picked tiles for (only the optimizer reads them)
+        "sizes": dict(sorted(job["sizes"].items())) if optimize and job.get("sizes") else None,
         "tool": tool_version(),
     }
     if job["kind"] == "check":

@@ -46,6 +46,20 @@ def test_construct_and_optimize_print_programs(capsys, monkeypatch):
     ir.verify(ir.parse_module(capsys.readouterr().out))
 
 
+def test_sizes_reach_the_cost_model_and_bad_sizes_are_usage_errors(tmp_path, capsys):
+    """--sizes: softmax over many long rows gets one program per row (the row summaries materialized across the
+    column tiles); without it, the model's default sizes keep the column programs."""
+    assert cli.main(["optimize", str(CORPUS / "softmax.kir"), "--sizes", "M=32768,N=8192"]) == 0
+    sized = capsys.readouterr().out
+    assert "segment [ceil_div(M, 1)]" in sized or "segment [M]" in sized
+    assert cli.main(["optimize", str(CORPUS / "softmax.kir")]) == 0
+    assert "segment [ceil_div(M, 1)]" not in capsys.readouterr().out
+    for bad, why in (("M", "expected SYMBOL=N"), ("M=0", "positive integer"), ("M=x", "positive integer"),
+                     ("1M=3", "expected SYMBOL=N")):
+        assert cli.main(["optimize", str(CORPUS / "softmax.kir"), "--sizes", bad]) == 2
+        assert why in capsys.readouterr().err
+
+
 def test_check_main_job(tmp_path, capsys):
     d = tmp_path / "in"
     d.mkdir()

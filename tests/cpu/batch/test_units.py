@@ -59,12 +59,14 @@ def test_cache_key_covers_what_the_output_depends_on_and_not_the_path(monkeypatc
     assert cache.job_key(_job(options={"numerics": "source"}), "none") == base  # the same options
     for other in (_job(text=_job()["text"] + " "), _job(target="sm80"), _job(provider="cutile"),
                   _job(options={"numerics": "relaxed_normalization"}), _job(options={"online_reduction": False}),
-                  _job(rulebooks=["blocking"])):
+                  _job(rulebooks=["blocking"]), _job(sizes={"M": 4096})):
         assert cache.job_key(other, "none") != base
     assert cache.job_key(_job(), {"blocking": "2"}) != base                      # rulebook versions
     off = cache.job_key(_job(optimize=False), "none")
     assert off != base                                                           # optimizer on / off
     assert cache.job_key(_job(optimize=False, rulebooks=["x"]), {"blocking": "2"}) == off  # rules unused
+    assert cache.job_key(_job(optimize=False, sizes={"M": 4096}), "none") == off          # sizes unused
+    assert cache.job_key(_job(sizes={"N": 2, "M": 1}), "none") == cache.job_key(_job(sizes={"M": 1, "N": 2}), "none")
     monkeypatch.setenv("INTENT_EQSAT_TOOL_VERSION", "0.1.1")
     assert cache.job_key(_job(), "none") != base                                 # the tool version
     monkeypatch.delenv("INTENT_EQSAT_TOOL_VERSION")
