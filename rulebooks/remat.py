@@ -4,23 +4,31 @@ read inside another loop (softmax's row maximum inside the normalizer's sum) is 
 (rematerialized). The same loop can be written one region further out, where another consumer computes it too:
 then both read ONE value, kept live across the loop (materialized). Both forms stay in the e-graph; the cost model
 picks, and the optimizer reports each decision with the modelled cost of the other form
-(``intent_eqsat.extract.decisions``).
+(``intent_eqsat.extract.decisions``). Across programs likewise: column programs of a rank-2 tile grid each
+recompute the row summaries (rematerialized); one program per row tile looping over the column tiles computes
+them once and keeps them live across that loop (materialized, ``remat.column_loop_*``).
 
 Reads: ``for`` loops used as operands of pure ops, their region depths; the loops' operands and pure regions,
 re-expressed one region further out (``hoisted``: arguments of outer regions unchanged, arguments of regions
-nested in the value shifted out by one).
+nested in the value shifted out by one); the kernel's program space (one row-major segment of rank 2-4) and its
+execution group's effects; which values read the last group coordinate (``ColumnFree``).
 
 Legality: the consumer op sits in a loop region of depth ``d - 1`` and reads a loop whose region is at depth ``d
 >= 3`` (inside another loop in the execution group); the re-expression resolves only when the loop reads no
 argument of the depth ``d - 1`` region (it is loop-invariant there) and no effect result, and its regions have no
 statements (pure); a region op is re-expressed only when its region sits where its context puts it (depth ``c +
 1``), so one written for another context (e-classes can hold both) is never shifted twice.
+``remat.column_loop_*``: the group's effects are region-free (stores, scatters); the last coordinate is substituted
+by the new loop's induction variable through ops only, so a kernel whose last coordinate is read inside a loop
+(GEMM's K loop reads its column tile) never resolves; every other value stays as written (placed before the loop).
 
 Rewrites: ``op(.., loop@d, ..)`` -> ``op(.., loop@(d - 1), ..)`` (the union is of the consumer, whose e-class
-belongs to its region; never of a context-free operand list).
+belongs to its region; never of a context-free operand list); ``segment [E0, .., En]`` with group coordinates
+``(p0, .., pn)`` -> ``segment [E0, .., En-1]`` with ``for pn in [0, En): <the effects>``.
 
-Preserves: every value (a loop-invariant loop has the same value in every iteration of the enclosing loop);
-effects, their order, the ABI and compile options.
+Preserves: every value (a loop-invariant loop has the same value in every iteration of the enclosing loop); the
+set of effects (each element is still written once by the same expression; effects of different programs were
+unordered, now they run in column order inside one program); the ABI and compile options.
 
 Invalidates: def-use of the consumers (one loop may now serve several), loop counts, live ranges (the shared value
 is live across the consumers' loops) and register estimates.
@@ -45,6 +53,8 @@ HOIST = ruleset(name="remat_hoisted")
 ANALYSES = (HOIST,)
 
 INDEX = Ty.scalar("index")
+
+
 @function(egg_fn="RematOut")
 def hoisted(v: Val, k: i64Like, c: i64Like) -> Val:
     """``v``, read in a region of depth ``c`` inside (or equal to) the region of depth ``k`` it leaves, re-expressed
