@@ -102,6 +102,8 @@ class Bench:
     compile_sizes: dict | None = None
     #: the suite file and kernel this bench compiles (default: its own name); the kernel is renamed to the bench
     source: str | None = None
+    #: the rulebooks the optimizer runs (default: all): a bench without one group measures what the group buys
+    rulebooks: tuple | None = None
 
 
 def _g(m: int, n: int, k: int) -> dict:
@@ -150,6 +152,12 @@ SUITE: tuple[Bench, ...] = (
           {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE),
     Bench("causal_attention_bf16", "attention", "attention", _ATT_CASES, _ATT_CHECKS,
           {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True),
+    # causal narrowing vs the same kernel without the narrowing group, one shape, one run (issue 7 target 1.7x)
+    *(Bench(f"causal_attention_bf16_{tag}", "attention", "attention", (Case("Z4 H32 S1024 d64", _att(1024, 64)),),
+            _ATT_CHECKS[:1], {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True,
+            source="causal_attention_bf16", rulebooks=groups)
+      for tag, groups in (("narrowed", None), ("not_narrowed", ("neutralize", "blocking", "reduction", "remat",
+                                                                  "mapping", "contraction", "online")))),
     Bench("softmax_f32", "softmax", "memory", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16},
           compile_sizes=_ROWS[0].sizes),
     Bench("softmax_bf16", "softmax", "memory", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16},
@@ -459,7 +467,7 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                 try:
                     return _compile_with_timeout(compile_seconds, lambda: intent_eqsat.compile(
                         km, target="sm90", provider=prov, kernel=b.name, optimize=optimize,
-                        sizes=b.compile_sizes)), prov, errs
+                        sizes=b.compile_sizes, rulebooks=list(b.rulebooks) if b.rulebooks else None)), prov, errs
                 except CompileTimeout as err:
                     errs[prov] = {"kind": "CompileTimeout", "type": "CompileTimeout", "stage": None,
                                   "location": entry["kir"], "message": str(err)}
