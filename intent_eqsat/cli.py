@@ -22,9 +22,8 @@ class _Usage(Exception):
 
 # ---------------------------------------------------------------------------------------------- helpers
 
-def _options(values: Sequence[str] | None) -> dict[str, str]:
-    """``--options k=v`` (repeatable, or comma-separated) -> dict."""
-    out: dict[str, str] = {}
+def _pairs(values: Sequence[str] | None, flag: str, expected: str):
+    """``KEY=VALUE`` items of a repeatable, comma-separated option: (key, value, item); empty items skipped."""
     for value in values or []:
         for item in value.split(","):
             item = item.strip()
@@ -32,30 +31,28 @@ def _options(values: Sequence[str] | None) -> dict[str, str]:
                 continue
             key, sep, val = item.partition("=")
             if not sep or not key.strip():
-                raise _Usage(f"--options: expected key=value, got {item!r}")
-            out[key.strip()] = val.strip()
-    return out
+                raise _Usage(f"{flag}: expected {expected}, got {item!r}")
+            yield key.strip(), val.strip(), item
+
+
+def _options(values: Sequence[str] | None) -> dict[str, str]:
+    """``--options k=v`` (repeatable, or comma-separated) -> dict."""
+    return {key: val for key, val, _ in _pairs(values, "--options", "key=value")}
 
 
 def _sizes(values: Sequence[str] | None) -> dict[str, int] | None:
     """``--sizes M=4096,N=4096`` (repeatable) -> {symbol: positive int}, or None when absent."""
     out: dict[str, int] = {}
-    for value in values or []:
-        for item in value.split(","):
-            item = item.strip()
-            if not item:
-                continue
-            key, sep, val = item.partition("=")
-            key = key.strip()
-            if not sep or not key.isidentifier():
-                raise _Usage(f"--sizes: expected SYMBOL=N, got {item!r}")
-            try:
-                n = int(val.strip())
-            except ValueError:
-                raise _Usage(f"--sizes: {key} must be a positive integer, got {val.strip()!r}") from None
-            if n <= 0:
-                raise _Usage(f"--sizes: {key} must be a positive integer, got {n}")
-            out[key] = n
+    for key, val, item in _pairs(values, "--sizes", "SYMBOL=N"):
+        if not key.isidentifier():
+            raise _Usage(f"--sizes: expected SYMBOL=N, got {item!r}")
+        try:
+            n = int(val)
+        except ValueError:
+            raise _Usage(f"--sizes: {key} must be a positive integer, got {val!r}") from None
+        if n <= 0:
+            raise _Usage(f"--sizes: {key} must be a positive integer, got {n}")
+        out[key] = n
     return out or None
 
 

@@ -68,7 +68,7 @@ def _frag(dt, shape: list, axes: list) -> Ty:
 
 
 def _bcast(x: Val, dims: list, ty: Ty) -> Val:
-    return Val.op("broadcast", P.vals(x), P.amap(dims=_ints(dims)), ty)
+    return P.broadcast(x, _ints(dims), ty)
 
 
 def _support_rules() -> list:

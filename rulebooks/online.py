@@ -125,13 +125,6 @@ def _vals(*xs) -> Vals:
     return P.vals(*xs)
 
 
-def _for1(lb, ub, st, init, attrs, ty, depth, body, yattrs) -> Val:
-    """Result 0 of a pure one-carry ``for`` whose region (depth ``depth``) yields ``body``."""
-    return Val.res(Multi.op("for", _vals(lb, ub, st, init), attrs, P.tys(ty),
-                            Regions.cons(Region.make(depth, P.tys(INDEX, ty), Stmts.nil(), _vals(body), yattrs),
-                                         Regions.nil())), 0, ty)
-
-
 # ------------------------------------------------------------------------------------------------ rules
 
 def _re_rules():
@@ -215,8 +208,8 @@ def _summary_rules():
     lb, ub, st, z0, zn, ni, s, sp, w, x, e, c, L, N, MX = vars_("lb ub st z0 zn ni s sp w x e c L N MX", Val)
     sa, ma, sya, mya, maxa, suba, expa, adda, mula, ba = vars_("sa ma sya mya maxa suba expa adda mula ba", AMap)
     ty = var("ty", Ty)
-    mx_loop = _for1(lb, ub, st, ni, ma, ty, dm, Val.op("max", _vals(Val.arg(dm, 1, ty), sp), maxa, ty), mya)
-    sum_loop = _for1(lb, ub, st, z0, sa, ty, ds, Val.op("add", _vals(Val.arg(ds, 1, ty), x), adda, ty), sya)
+    mx_loop = P.for1(lb, ub, st, ni, ma, ty, dm, Val.op("max", _vals(Val.arg(dm, 1, ty), sp), maxa, ty), mya)
+    sum_loop = P.for1(lb, ub, st, z0, sa, ty, ds, Val.op("add", _vals(Val.arg(ds, 1, ty), x), adda, ty), sya)
     ex = Val.op("exp", _vals(Val.op("sub", _vals(s, MX), suba, ty)), expa, ty)
     sumf = OnlineSum(L, lb, ub, st, z0, ds, e, loc, ty)
     maxf = OnlineMax(MX, lb, ub, st, ni, dm, sp, ma, mya, maxa, ty)
@@ -300,7 +293,7 @@ def _rewrite_rules():
     def hoisted_max():
         # the max at the sum loop's depth: the loop the sum reads, outside it (exists when the program also uses
         # the max directly, e.g. softmax's numerator)
-        return _for1(lb, ub, st, ni, ma, ty, ds, Val.op("max", _vals(Val.arg(ds, 1, ty), sm), maxa, ty), mya)
+        return P.for1(lb, ub, st, ni, ma, ty, ds, Val.op("max", _vals(Val.arg(ds, 1, ty), sm), maxa, ty), mya)
 
     two = _online_loop(s, ds, lb, ub, st, ni, z0, maxa, loc, ty)
     three = _online_loop(s, ds, lb, ub, st, ni, z0, maxa, mloc, ty, w)

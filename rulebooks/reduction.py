@@ -48,7 +48,7 @@ from egglog import String, eq, i64, ne, relation, rewrite, rule, ruleset, union,
 from intent_eqsat.rules import patterns as P
 from intent_eqsat.rules.encode import float_text
 from intent_eqsat.rules.registry import rule as named
-from intent_eqsat.rules.sorts import A, AMap, LE, LEs, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
+from intent_eqsat.rules.sorts import A, AMap, LE, LEs, Strs, Ty, Val, Vals
 from rulebooks import blocking as B
 from rulebooks.blocking import Elementwise
 
@@ -75,17 +75,6 @@ _FLOATS = ("f16", "bf16", "f32", "f64")
 
 
 NO_DIMS = P.alist()
-
-
-def _bcast(x: Val, dims: A, ty: Ty) -> Val:
-    return Val.op("broadcast", P.vals(x), P.amap(dims=dims), ty)
-
-
-def _loop1(lb: Val, ub: Val, st: Val, init: Val, attrs: AMap, ty: Ty, depth, body: Val, yattrs: AMap) -> Val:
-    """Result 0 of a pure one-carry ``for`` whose region (depth ``depth``) yields ``body``."""
-    return Val.res(Multi.op("for", P.vals(lb, ub, st, init), attrs, P.tys(ty),
-                            Regions.cons(Region.make(depth, P.tys(INDEX, ty), Stmts.nil(), P.vals(body), yattrs),
-                                         Regions.nil())), 0, ty)
 
 
 def _tiles() -> list:
@@ -132,12 +121,9 @@ def _block_rules() -> list:
     tiles = B._les(*tl)
     iv = Val.arg(d, 0, INDEX)
     body = Val.op(comb, P.vals(Val.arg(d, 1, ty), x), ca, ty)
-    region_tys = Tys.cons(INDEX, Tys.cons(ty, Tys.nil()))
 
     def loop(step: Val, yielded: Val) -> Val:
-        return Val.res(Multi.op("for", P.vals(lb, ub, step, x0), attrs, Tys.cons(ty, Tys.nil()),
-                                Regions.cons(Region.make(d, region_tys, Stmts.nil(), P.vals(yielded), rya),
-                                             Regions.nil())), 0, ty)
+        return P.for1(lb, ub, step, x0, attrs, ty, d, yielded, rya)
 
     kc_ty = B._frag("index", B2, tl)
     kc = Val.op("add", P.vals(Val.op("broadcast", P.vals(iv), P.amap(dims=B._ints([])), kc_ty),
@@ -185,7 +171,7 @@ def _narrow_rules() -> list:
     sc = Ty.scalar(dt)
     member = Val.op("broadcast", P.vals(xm), mb, big)
     body = Val.op(comb, P.vals(Val.arg(d, 1, big), member), ca, big)
-    loop = _loop1(lb, ub, st, y, attrs, big, d, body, rya)
+    loop = P.for1(lb, ub, st, y, attrs, big, d, body, rya)
     marked = [P.HasAttr(attrs, "reduce", A.str_(comb)), P.HasAttr(mb, "dims", dims)]
     cases = (
         ("narrow_carry", small, [eq(y).to(Val.op("broadcast", P.vals(x0), m0, big)), P.HasAttr(m0, "dims", dims),
@@ -193,14 +179,14 @@ def _narrow_rules() -> list:
          "init and member broadcast the same way"),
         ("narrow_carry_splat", small, [eq(y).to(Val.op("broadcast", P.vals(s), m0, big)),
                                        P.HasAttr(m0, "dims", NO_DIMS), P.ValTy(s, sc), P.ValTy(xm, small)],
-         _bcast(s, NO_DIMS, small), "a scalar init splat over the member's axes"),
+         P.broadcast(s, NO_DIMS, small), "a scalar init splat over the member's axes"),
         ("narrow_carry_scalar", sc, [eq(y).to(Val.op("broadcast", P.vals(s), m0, big)),
                                      P.HasAttr(m0, "dims", NO_DIMS), P.ValTy(s, sc), P.ValTy(xm, sc)], s,
          "a uniform member: the summary is one scalar"),
     )
     for name, nty, facts, init, why in cases:
         nbody = Val.op(comb, P.vals(Val.arg(d, 1, nty), xm), ca, nty)
-        new = Val.op("broadcast", P.vals(_loop1(lb, ub, st, init, attrs, nty, d, nbody, rya)), P.amap(dims=dims), big)
+        new = Val.op("broadcast", P.vals(P.for1(lb, ub, st, init, attrs, nty, d, nbody, rya)), P.amap(dims=dims), big)
         full = f"reduction.{name}"
         out.append(named(full, rule(eq(var("lp", Val)).to(loop), *marked, *facts, name=full).then(
             union(var("lp", Val)).with_(new)),
@@ -232,7 +218,7 @@ def _hoist_rules() -> list:
         name = f"reduction.hoist_unary_{kind}"
         out.append(named(name, rule(eq(v).to(lhs), Elementwise(nm), P.HasAttr(ma, "dims", dims), P.ValTy(a, aty),
                                     name=name).then(
-            union(v).with_(_bcast(Val.op(nm, P.vals(a), attrs, rty), dims, big))),
+            union(v).with_(P.broadcast(Val.op(nm, P.vals(a), attrs, rty), dims, big))),
             "op(bcast(a)) == bcast(op(a)) for an element-wise op"))
     # binary: both operands broadcast the same way from one shape
     lhs = Val.op(nm, P.vals(bc(a, ma, da), bc(b, mb, db)), attrs, big)
@@ -241,18 +227,18 @@ def _hoist_rules() -> list:
                                 ("scalar", Ty.scalar(da), Ty.scalar(db), Ty.scalar(dt))):
         name = f"reduction.hoist_binary_{kind}"
         out.append(named(name, rule(eq(v).to(lhs), *same, P.ValTy(a, aty), P.ValTy(b, bty), name=name).then(
-            union(v).with_(_bcast(Val.op(nm, P.vals(a, b), attrs, rty), dims, big))),
+            union(v).with_(P.broadcast(Val.op(nm, P.vals(a, b), attrs, rty), dims, big))),
             "op(bcast(a), bcast(b)) == bcast(op(a, b)) when a and b have one shape"))
     # binary: one operand a fragment broadcast, the other a scalar splat
     for side in ("left", "right"):
         facts = [Elementwise(nm), P.HasAttr(ma, "dims", dims), P.HasAttr(mb, "dims", NO_DIMS),
                  P.ValTy(a, small(da)), P.ValTy(b, Ty.scalar(db))]
-        splat = _bcast(b, NO_DIMS, small(db))
+        splat = P.broadcast(b, NO_DIMS, small(db))
         ops = P.vals(bc(a, ma, da), bc(b, mb, db)) if side == "left" else P.vals(bc(b, mb, db), bc(a, ma, da))
         nops = P.vals(a, splat) if side == "left" else P.vals(splat, a)
         name = f"reduction.hoist_binary_splat_{side}"
         out.append(named(name, rule(eq(v).to(Val.op(nm, ops, attrs, big)), *facts, name=name).then(
-            union(v).with_(_bcast(Val.op(nm, nops, attrs, small(dt)), dims, big))),
+            union(v).with_(P.broadcast(Val.op(nm, nops, attrs, small(dt)), dims, big))),
             "op(bcast(a), splat(s)) == bcast(op(a, splat(s))) (the splat re-targeted at a's shape)"))
     return out
 

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from intent_eqsat.rules.sorts import SIGNATURES
+from intent_eqsat.extract.extractor import chosen_classes, eclass
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,6 @@ class Decision:
         return f"{self.value}: {self.decision} ({self.why})"
 
 
-def _class(export: Any, nid: str) -> str:
-    ecl = export.eclass_of
-    return ecl[nid] if ecl and nid in ecl else export.nodes[nid]["eclass"]
-
-
 def _lit(export: Any, nid: str) -> str:
     return export.nodes[nid]["op"]
 
@@ -70,20 +65,20 @@ def _loop_info(export: Any, choice: dict, val_class: str) -> tuple[str, int, str
     nid = choice.get(val_class)
     if nid is None or export.nodes[nid]["op"] != "Res":
         return None
-    multi = choice.get(_class(export, export.nodes[nid]["children"][0]))
+    multi = choice.get(eclass(export, export.nodes[nid]["children"][0]))
     if multi is None or export.nodes[multi]["op"] != "Multi":
         return None
     kids = export.nodes[multi]["children"]
     if _lit(export, kids[0]) != '"for"':
         return None
-    regions = choice.get(_class(export, kids[4]))
+    regions = choice.get(eclass(export, kids[4]))
     if regions is None or export.nodes[regions]["op"] != "RegionsCons":
         return None
-    region = choice.get(_class(export, export.nodes[regions]["children"][0]))
+    region = choice.get(eclass(export, export.nodes[regions]["children"][0]))
     if region is None:
         return None
     depth = int(_lit(export, export.nodes[region]["children"][0]))
-    attrs = _class(export, kids[2])
+    attrs = eclass(export, kids[2])
     return attrs, depth, _origin(export, choice, attrs) or val_class
 
 
@@ -96,28 +91,12 @@ def _origin(export: Any, choice: dict, amap_class: str) -> str | None:
             return None
         key, val, tail = export.nodes[nid]["children"]
         if _lit(export, key) == '"origin"':
-            a = choice.get(_class(export, val))
+            a = choice.get(eclass(export, val))
             if a is not None and export.nodes[a]["op"] == "AStr":
                 return _lit(export, export.nodes[a]["children"][0]).strip('"')
             return None
-        cur = _class(export, tail)
+        cur = eclass(export, tail)
     return None
-
-
-def _reachable(export: Any, choice: dict, root: str) -> list[str]:
-    out, seen, stack = [], {root}, [root]
-    while stack:
-        ec = stack.pop()
-        out.append(ec)
-        for child in export.nodes[choice[ec]]["children"]:
-            node = export.nodes.get(child)
-            if node is not None and node["op"] not in SIGNATURES:      # a primitive (literal)
-                continue
-            cc = _class(export, child)
-            if cc not in seen and cc in choice:
-                seen.add(cc)
-                stack.append(cc)
-    return out
 
 
 def _operand_heads(export: Any, choice: dict, vals_class: str) -> list[str]:
@@ -127,14 +106,14 @@ def _operand_heads(export: Any, choice: dict, vals_class: str) -> list[str]:
         nid = choice.get(cur)
         if nid is None or export.nodes[nid]["op"] != "ValsCons":
             break
-        head, cur = (_class(export, c) for c in export.nodes[nid]["children"])
+        head, cur = (eclass(export, c) for c in export.nodes[nid]["children"])
         out.append(head)
     return out
 
 
 def _copies(export: Any, choice: dict, attrs_class: str) -> int:
     """How many distinct loops with these attributes the chosen program computes."""
-    return sum(1 for ec in _reachable(export, choice, export.root)
+    return sum(1 for ec in chosen_classes(export, choice, export.root)
                if (info := _loop_info(export, choice, ec)) is not None and info[0] == attrs_class)
 
 
@@ -151,16 +130,16 @@ def materialization_decisions(export: Any, model: Any, choice: dict, *, limit: i
     root = export.root
     here = float(model.evaluate(choice, root).total)
     found: dict[str, Decision] = {}
-    for ec in sorted(_reachable(export, choice, root)):
+    for ec in sorted(chosen_classes(export, choice, root)):
         if len(found) >= limit:
             break
         ops = [n for n in export.classes.get(ec, []) if export.nodes[n]["op"] == "Op"]
         chosen = choice[ec]
         if len(ops) < 2 or chosen not in ops:
             continue
-        name, vals, attrs, _ = (_class(export, c) for c in export.nodes[chosen]["children"])
+        name, vals, attrs, _ = (eclass(export, c) for c in export.nodes[chosen]["children"])
         for other in ops:
-            oname, ovals, oattrs, _ = (_class(export, c) for c in export.nodes[other]["children"])
+            oname, ovals, oattrs, _ = (eclass(export, c) for c in export.nodes[other]["children"])
             if other == chosen or (oname, oattrs) != (name, attrs) or ovals == vals:
                 continue
             alt_choice, _ = model.extract({ec: other})
@@ -186,16 +165,16 @@ def materialization_decisions(export: Any, model: Any, choice: dict, *, limit: i
 
 def _rank(export: Any, choice: dict, kernel_node: str) -> int | None:
     """The number of axes of a kernel node's (first) segment, read through ``choice``."""
-    segs = choice.get(_class(export, export.nodes[kernel_node]["children"][1]))
+    segs = choice.get(eclass(export, export.nodes[kernel_node]["children"][1]))
     if segs is None or export.nodes[segs]["op"] != "SegsCons":
         return None
-    seg = choice.get(_class(export, export.nodes[segs]["children"][0]))
+    seg = choice.get(eclass(export, export.nodes[segs]["children"][0]))
     if seg is None:
         return None
-    n, cur = 0, _class(export, export.nodes[seg]["children"][0])
+    n, cur = 0, eclass(export, export.nodes[seg]["children"][0])
     while (nid := choice.get(cur)) is not None and export.nodes[nid]["op"] == "LEsCons":
         n += 1
-        cur = _class(export, export.nodes[nid]["children"][1])
+        cur = eclass(export, export.nodes[nid]["children"][1])
     return n
 
 

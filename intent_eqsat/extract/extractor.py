@@ -56,3 +56,35 @@ def extract(export: Export, node_cost: NodeCost = size_cost) -> tuple[dict[str, 
                     queued.add(p)
                     work.append(p)
     return choice, cost
+
+
+def eclass(export: "Export", node_id: str) -> str:
+    """The e-class of a node id (constructor, primitive or rule-only function node)."""
+    ecl = getattr(export, "eclass_of", None)
+    if ecl and node_id in ecl:
+        return ecl[node_id]
+    return export.nodes[node_id]["eclass"]
+
+
+def is_primitive(export: "Export", node_id: str) -> bool:
+    """A literal (i64, string) node: not an e-class of the term."""
+    from intent_eqsat.rules.sorts import SIGNATURES
+    node = export.nodes.get(node_id)
+    return node is not None and node["op"] not in SIGNATURES
+
+
+def chosen_classes(export: "Export", choice: dict, root: str) -> list[str]:
+    """E-classes of the term ``choice`` selects below ``root``, root first (breadth-first, each once)."""
+    out, seen, queue = [], {root}, [root]
+    while queue:
+        ec = queue.pop(0)
+        out.append(ec)
+        for child in export.nodes[choice[ec]]["children"]:
+            if is_primitive(export, child):
+                continue
+            cc = eclass(export, child)
+            if cc not in seen and cc in choice:
+                seen.add(cc)
+                queue.append(cc)
+    return out
+

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Sequence
 from intent_eqsat import ir
 from intent_eqsat.errors import IntentError
 from intent_eqsat.extract.decisions import Decision, materialization_decisions, program_axis_decision
-from intent_eqsat.extract.extractor import extract
+from intent_eqsat.extract.extractor import chosen_classes, eclass, extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
 from intent_eqsat.ir.verify_errors import VerificationError
@@ -48,7 +48,6 @@ from intent_eqsat.rules.decode import decode_kernel
 from intent_eqsat.rules.egraph import Export, KernelGraph
 from intent_eqsat.rules.encode import Provenance
 from intent_eqsat.rules.schedule import GroupRun, Limits, egraph_size, format_trace, run_groups, workspace
-from intent_eqsat.rules.sorts import SIGNATURES
 from intent_eqsat.rules.terms import T, from_json_choice
 
 NodeCost = Callable[[str, dict, list], float]
@@ -235,41 +234,12 @@ def _extract_term(export: Export, node_cost: NodeCost, kernel: str, stage: str) 
     return from_json_choice(export.nodes, choice, export.root, eclass_of=export.eclass_of), root_cost, choice, cost
 
 
-def _eclass(export: Export, node_id: str) -> str:
-    ecl = getattr(export, "eclass_of", None)
-    if ecl and node_id in ecl:
-        return ecl[node_id]
-    return export.nodes[node_id]["eclass"]
-
-
-def _is_primitive(export: Export, node_id: str) -> bool:
-    node = export.nodes.get(node_id)
-    return node is not None and node["op"] not in SIGNATURES
-
-
-def _chosen_classes(export: Export, choice: dict, root: str) -> list[str]:
-    """E-classes of the chosen term, root first (breadth-first, each once)."""
-    out, seen, queue = [], {root}, [root]
-    while queue:
-        ec = queue.pop(0)
-        out.append(ec)
-        node = export.nodes[choice[ec]]
-        for child in node["children"]:
-            if _is_primitive(export, child):
-                continue
-            cc = _eclass(export, child)
-            if cc not in seen and cc in choice:
-                seen.add(cc)
-                queue.append(cc)
-    return out
-
-
 def _candidates(export: Export, node_cost: NodeCost, choice: dict, cost: dict, best: T, k: int, kernel: str,
                 template: Kernel, prov: Provenance, seconds: float) -> list[Candidate]:
     if k <= 0:
         return []
     deltas: list[tuple[float, str]] = []
-    for ec in _chosen_classes(export, choice, export.root):
+    for ec in chosen_classes(export, choice, export.root):
         members = export.classes.get(ec, [])
         if len(members) < 2:
             continue
@@ -278,7 +248,7 @@ def _candidates(export: Export, node_cost: NodeCost, choice: dict, cost: dict, b
             if nid == choice[ec]:
                 continue
             node = export.nodes[nid]
-            kids = [_eclass(export, c) for c in node["children"]]
+            kids = [eclass(export, c) for c in node["children"]]
             if any(kc not in cost for kc in kids):
                 continue
             alt = min(alt, node_cost(nid, node, [cost[kc] for kc in kids]))

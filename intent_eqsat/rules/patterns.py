@@ -130,6 +130,18 @@ def const_of(value: A, ty: Ty) -> Val:
     return Val.op("const", Vals.nil(), amap(value=value), ty)
 
 
+def broadcast(x: Val, dims: A, ty: Ty) -> Val:
+    """``broadcast(x) {dims = dims} : ty`` (``dims`` an ``A.list_`` term, e.g. ``alist(A.int_(0))``)."""
+    return Val.op("broadcast", vals(x), amap(dims=dims), ty)
+
+
+def for1(lb: Val, ub: Val, step: Val, init: Val, attrs: AMap, ty: Ty, depth, body: Val, yield_attrs: AMap) -> Val:
+    """Result 0 of a pure one-carry ``for`` (no statements) whose region, at ``depth``, yields ``body``."""
+    return Val.res(Multi.op("for", vals(lb, ub, step, init), attrs, tys(ty),
+                            Regions.cons(Region.make(depth, tys(Ty.scalar("index"), ty), Stmts.nil(), vals(body),
+                                                     yield_attrs), Regions.nil())), 0, ty)
+
+
 # ------------------------------------------------------------------------------------------ fresh variables
 
 _COUNTER = itertools.count()
@@ -257,5 +269,5 @@ for _name, _rule, _law in DEP_RULES:
     DEPS.append(_rule)
 
 __all__ = ["vals", "tys", "les", "strs", "alist", "amap", "a_float", "a_int", "a_bool", "a_str", "scalar", "op",
-           "unary", "binary", "const", "const_of", "fresh", "HasAttr", "ValTy", "const_facts", "attr_facts",
+           "unary", "binary", "const", "const_of", "broadcast", "for1", "fresh", "HasAttr", "ValTy", "const_facts", "attr_facts",
            "ANALYSIS", "ANALYSIS_RULES", "IV_BITS", "Dep", "VDep", "RDep", "DEPS", "DEP_RULES"]

@@ -1,6 +1,7 @@
 """The comparison every optimizer test makes: a GPU IR program's NumPy interpretation equals the KIR reference."""
 from __future__ import annotations
 
+import os
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -31,3 +32,25 @@ def assert_matches_reference(module: kir.KirModule, program: ir.Module, *, seeds
                     np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(r, np.float64),
                                                rtol=max(rtol, min_rtol), atol=max(atol, min_atol), equal_nan=True,
                                                err_msg=f"{k.name}.{name}")
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def corpus(name: str) -> kir.KirModule:
+    """The corpus kernel ``examples/corpus/<name>.kir``, parsed."""
+    path = os.path.join(ROOT, "examples", "corpus", f"{name}.kir")
+    with open(path) as f:
+        return kir.parse(f.read(), filename=path)
+
+
+def ops_named(ops, name: str | None = None) -> list:
+    """Every op called ``name`` (every op: None) in ``ops`` and the regions below them, in program order."""
+    out = []
+    for op in ops:
+        if name is None or op.name == name:
+            out.append(op)
+        for r in op.regions:
+            out.extend(ops_named(r.ops, name))
+    return out
+

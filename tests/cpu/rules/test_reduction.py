@@ -6,8 +6,6 @@ Every optimized program passes the shared verifier and equals the KIR float64 re
 above the member tile (the tail members are masked to the combiner's identity)."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -16,16 +14,9 @@ from intent_eqsat.construct import construct
 from intent_eqsat.ir.types import FragmentType
 from intent_eqsat.kir.inputs import random_inputs
 from intent_eqsat.rules import optimize
-from tests.cpu.rules.reference import assert_matches_reference
+from tests.cpu.rules.reference import assert_matches_reference, corpus, ops_named
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 GROUPS = ["blocking", "reduction"]
-
-
-def _corpus(name: str) -> kir.KirModule:
-    path = os.path.join(ROOT, "examples", "corpus", f"{name}.kir")
-    with open(path) as f:
-        return kir.parse(f.read(), filename=path)
 
 
 def _optimize(module: kir.KirModule, rulebooks=GROUPS, **kw):
@@ -34,18 +25,8 @@ def _optimize(module: kir.KirModule, rulebooks=GROUPS, **kw):
     return result
 
 
-def _ops(ops, name: str) -> list:
-    out = []
-    for op in ops:
-        if op.name == name:
-            out.append(op)
-        for r in op.regions:
-            out.extend(_ops(r.ops, name))
-    return out
-
-
 def _loops(kernel) -> list:
-    return _ops(kernel.body.ops, "for")
+    return ops_named(kernel.body.ops, "for")
 
 
 def _reduces_in(loop) -> list:
@@ -55,20 +36,21 @@ def _reduces_in(loop) -> list:
 @pytest.mark.parametrize("name,combines", [("softmax", {"max", "add"}), ("layernorm", {"add"}),
                                            ("rmsnorm", {"add"}), ("row_sum", {"add"}), ("row_max", {"max"})])
 def test_row_reductions_take_a_tile_of_members_per_iteration(name, combines):
-    module = _corpus(name)
+    module = corpus(name)
     result = _optimize(module)
     kernel = result.program.kernels[0]
     blocked = [lp for lp in _loops(kernel) if _reduces_in(lp)]
     assert blocked, "no reduction loop was blocked"
     tr = result.kernels[name].binding["TILE_R"]
+    every_op = ops_named(kernel.body.ops)
     for lp in blocked:
-        step = lp.operands[2].name
+        (step_def,) = [op for op in every_op if any(r is lp.operands[2] for r in op.results)]
+        assert step_def.name == "launch" and step_def.attrs["expr"].value == tr      # k0 steps by the member tile
         red = _reduces_in(lp)[0]
         assert red.attrs["combine"] in combines and red.attrs["combine"] == lp.attrs["reduce"]
         src = red.operands[0].type
         assert isinstance(src, FragmentType) and src.axes[-1] == "b2" and src.shape[-1].value == tr
         assert red.attrs["axes"] == (len(src.shape) - 1,)
-        assert step != lp.regions[0].args[0].name
     # a step-1 loop over the row is gone: every reduction the kernel runs is blocked
     assert all(_reduces_in(lp) for lp in _loops(kernel) if lp.attrs.get("reduce"))
     assert_matches_reference(module, result.program)
@@ -78,11 +60,11 @@ def test_row_reductions_take_a_tile_of_members_per_iteration(name, combines):
 def test_tail_members_are_the_identity(n):
     """TILE_R = 32 (the only candidate): rows shorter than, equal to and longer than one member tile, and a
     ragged last tile; max rows of all-negative values (a tail read as 0.0 would win the maximum)."""
-    module = _corpus("softmax")
+    module = corpus("softmax")
     result = _optimize(module, tile_candidates=(32,))
     assert result.kernels["softmax"].binding.get("TILE_R") == 32
     assert_matches_reference(module, result.program, sizes={"M": 3, "N": n}, seeds=(5,))
-    neg = _corpus("row_max")
+    neg = corpus("row_max")
     res_neg = _optimize(neg, tile_candidates=(32,))
     inputs = random_inputs(neg, "row_max", n, sizes={"M": 3, "N": n})
     inputs["X"] = -1.0 - np.abs(inputs["X"])
@@ -93,10 +75,10 @@ def test_a_member_reading_its_own_iteration_loop_is_left_alone():
     """attention's row maximum over keys j reads the score loop of key j (a loop inside its member): that loop
     has no lifting over a tile of keys, so the maximum still steps one key at a time, while the score loops
     themselves (dot products over d) are blocked."""
-    module = _corpus("attention")
+    module = corpus("attention")
     result = _optimize(module, rulebooks=["blocking", "reduction", "remat"])
     kernel = result.program.kernels[0]
-    outer = [lp for lp in _loops(kernel) if lp.attrs.get("reduce") and _ops(lp.regions[0].ops, "for")]
+    outer = [lp for lp in _loops(kernel) if lp.attrs.get("reduce") and ops_named(lp.regions[0].ops, "for")]
     assert outer and not any(_reduces_in(lp) for lp in outer)
     scores = [lp for lp in _loops(kernel) if str(lp.attrs.get("origin", "")).startswith("attention.s0.e5")]
     assert scores and all(_reduces_in(lp) for lp in scores)
@@ -104,7 +86,7 @@ def test_a_member_reading_its_own_iteration_loop_is_left_alone():
 
 
 def test_blocked_reductions_are_cheaper_in_the_model():
-    module = _corpus("softmax")
+    module = corpus("softmax")
     assert _optimize(module).costs["softmax"] < _optimize(module, rulebooks=["blocking"]).costs["softmax"]
 
 
@@ -117,7 +99,7 @@ def test_whole_row_tiles_when_the_row_extent_is_known():
 
     from intent_eqsat.extract.cost import RooflineCost, estimate
     from intent_eqsat.providers.targets import get_target
-    module = _corpus("softmax")
+    module = corpus("softmax")
     sizes = {"M": 32768, "N": 8192}
     result = optimize(construct(module), target="sm90", cost=RooflineCost(get_target("sm90"), sizes))
     kr = result.kernels["softmax"]

@@ -17,17 +17,10 @@ from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.ir.types import FragmentType
 from intent_eqsat.rules import optimize
-from tests.cpu.rules.reference import assert_matches_reference
+from tests.cpu.rules.reference import ROOT, assert_matches_reference, corpus, ops_named
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CORPUS = sorted(glob.glob(os.path.join(ROOT, "examples", "corpus", "*.kir")))
 GROUPS = ["blocking", "reduction", "remat"]
-
-
-def _corpus(name: str) -> kir.KirModule:
-    path = os.path.join(ROOT, "examples", "corpus", f"{name}.kir")
-    with open(path) as f:
-        return kir.parse(f.read(), filename=path)
 
 
 def _optimize(module: kir.KirModule, rulebooks=GROUPS, **kw):
@@ -38,20 +31,11 @@ def _optimize(module: kir.KirModule, rulebooks=GROUPS, **kw):
 
 def _loops(kernel, origin_prefix: str = "") -> list:
     """Every ``for`` op of a kernel (any depth) whose origin starts with ``origin_prefix``."""
-    out = []
-
-    def walk(ops):
-        for op in ops:
-            if op.name == "for" and str(op.attrs.get("origin", "")).startswith(origin_prefix):
-                out.append(op)
-            for r in op.regions:
-                walk(r.ops)
-    walk(kernel.body.ops)
-    return out
+    return [op for op in ops_named(kernel.body.ops, "for") if str(op.attrs.get("origin", "")).startswith(origin_prefix)]
 
 
 def test_softmax_report_shows_the_materialize_decision_and_why():
-    module = _corpus("softmax")
+    module = corpus("softmax")
     result = _optimize(module)
     decisions = {d["kind"]: d for d in result.report["kernels"]["softmax"]["decisions"]}
     d = decisions["value"]
@@ -69,7 +53,7 @@ def test_softmax_report_shows_the_materialize_decision_and_why():
 
 
 def test_layernorm_mean_is_materialized():
-    module = _corpus("layernorm")
+    module = corpus("layernorm")
     result = _optimize(module)
     decisions = [d for d in result.report["kernels"]["layernorm"]["decisions"] if d["kind"] == "value"]
     assert decisions and all(d["decision"] == "materialize" for d in decisions)
@@ -86,7 +70,7 @@ def test_row_summaries_across_column_tiles_depend_on_the_shape():
     """PASS-7 "different decisions for different shapes": with few rows (1024 x 1024, the model's default) the
     column programs each recompute the row summaries (more programs in flight); with many long rows (32768 x 8192)
     one program per row tile loops over the column tiles and computes them once."""
-    module = _corpus("softmax")
+    module = corpus("softmax")
     few = _sized(module, {"M": 1024, "N": 1024})
     many = _sized(module, {"M": 32768, "N": 8192})
     pick = {}
@@ -104,13 +88,13 @@ def test_row_summaries_across_column_tiles_depend_on_the_shape():
 
 
 def test_without_the_remat_group_no_decision_is_reported():
-    result = _optimize(_corpus("softmax"), rulebooks=["blocking"])
+    result = _optimize(corpus("softmax"), rulebooks=["blocking"])
     assert result.report["kernels"]["softmax"]["decisions"] == []
     assert len(_loops(result.program.kernels[0], "softmax.s0.e1")) == 2
 
 
 def test_row_summaries_are_carried_over_rows_not_the_whole_tile():
-    module = _corpus("softmax")
+    module = corpus("softmax")
     blocked_only = _optimize(module, rulebooks=["blocking"])
     result = _optimize(module)
     for program, rank in ((blocked_only.program, 2), (result.program, 1)):
@@ -126,24 +110,15 @@ def test_row_summaries_are_carried_over_rows_not_the_whole_tile():
 def test_a_loop_reading_the_enclosing_iteration_is_never_moved_out():
     """attention's score loop s[b, h, i, j] = sum(d: ..) reads the key index j of the loop it sits in: every
     consumer keeps its own copy inside its loop (moving it out would read j where j does not exist)."""
-    module = _corpus("attention")
+    module = corpus("attention")
     result = _optimize(module)
     kernel = result.program.kernels[0]
     scores = _loops(kernel, "attention.s0.e5")
     assert len(scores) == 3                     # inside the max loop, the moment loop and the mass loop
     outer = [op for op in _loops(kernel) if not str(op.attrs.get("origin", "")).startswith("attention.s0.e5")]
-    assert all(any(any(s is x for x in _loops_inside(o)) for o in outer) for s in scores)
+    inside = [x for o in outer for reg in o.regions for x in ops_named(reg.ops, "for")]
+    assert all(any(s is x for x in inside) for s in scores)
     assert_matches_reference(module, result.program)
-
-
-def _loops_inside(op) -> list:
-    out = []
-    for r in op.regions:
-        for inner in r.ops:
-            if inner.name == "for":
-                out.append(inner)
-            out.extend(_loops_inside(inner))
-    return out
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: os.path.basename(p)[:-4])
