@@ -144,10 +144,11 @@ SUITE: tuple[Bench, ...] = (
                               ("1000x3000x777", "1000x3000x777", (1000, 3000, 777)),
                               ("64x4096x4096", "64x4096x4096", (64, 4096, 4096)))),
     Bench("gemm_bias_relu_bf16", "gemm_bias_relu", "gemm", (Case("4096^3", _g(4096, 4096, 4096)),),
-          (_g(193, 227, 161),), _g(7, 9, 5), {"M": 16}),
+          (_g(193, 227, 161),), _g(7, 9, 5), {"M": 16}, compile_sizes=_g(4096, 4096, 4096)),
     Bench("batched_gemm_bf16", "bmm", "gemm",
           (Case("32x1024^3", {"Bt": 32, "M": 1024, "N": 1024, "K": 1024}),),
-          ({"Bt": 3, "M": 67, "N": 83, "K": 45},), {"Bt": 2, "M": 5, "N": 6, "K": 7}, {"Bt": 2, "M": 16}),
+          ({"Bt": 3, "M": 67, "N": 83, "K": 45},), {"Bt": 2, "M": 5, "N": 6, "K": 7}, {"Bt": 2, "M": 16},
+          compile_sizes={"Bt": 32, "M": 1024, "N": 1024, "K": 1024}),
     Bench("attention_bf16", "attention", "attention", _ATT_CASES, _ATT_CHECKS,
           {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE),
     Bench("causal_attention_bf16", "attention", "attention", _ATT_CASES, _ATT_CHECKS,
@@ -400,8 +401,10 @@ def _write_manifest(outdir: Path, manifest: dict) -> None:
 
 
 def prepare(outdir: Path, only: list[str], providers: list[str], candidates: bool = True,
-            compile_seconds: float = 600.0, append: bool = False, fallback_error: dict | None = None) -> dict:
-    """Compile the suite into ``outdir`` (see the module docstring); returns the manifest. The manifest is
+            compile_seconds: float = 600.0, append: bool = False, fallback_error: dict | None = None,
+            tuning: list[str] | None = None) -> dict:
+    """Compile the suite into ``outdir`` (see the module docstring); returns the manifest. ``tuning``: tuning
+    files (``bench/tile_sweep.py run --tuning``) handed to ``compile(calibration=...)``. The manifest is
     rewritten after every kernel (an interrupted prepare keeps what it finished). ``append`` keeps the kernels of
     an existing manifest that this call does not prepare. ``fallback_error`` (set by :func:`prepare_isolated` after
     it killed the compile): the optimizer is not run; the constructed program is prepared and the pick is recorded
@@ -462,7 +465,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                 try:
                     return _compile_with_timeout(compile_seconds, lambda: intent_eqsat.compile(
                         km, target="sm90", provider=prov, kernel=b.name, optimize=optimize,
-                        sizes=b.compile_sizes, rulebooks=_rulebooks_without(b.without_groups))), prov, errs
+                        sizes=b.compile_sizes, rulebooks=_rulebooks_without(b.without_groups),
+                        calibration=tuning or None)), prov, errs
                 except CompileTimeout as err:
                     errs[prov] = {"kind": "CompileTimeout", "type": "CompileTimeout", "stage": None,
                                   "location": entry["kir"], "message": str(err)}
@@ -574,7 +578,7 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
 
 
 def prepare_isolated(outdir: Path, only: list[str], providers: list[str], candidates: bool = True,
-                     compile_seconds: float = 600.0, append: bool = False) -> dict:
+                     compile_seconds: float = 600.0, append: bool = False, tuning: list[str] | None = None) -> dict:
     """:func:`prepare`, one child process per kernel (``prepare --in-process --append --only NAME``), killed after
     ``compile_seconds`` (+ 60 s for the rest): the optimizer spends its time inside egglog, where no Python signal
     is handled, so only a process boundary bounds it. A killed kernel is recorded as ``CompileTimeout``."""
@@ -591,6 +595,8 @@ def prepare_isolated(outdir: Path, only: list[str], providers: list[str], candid
                str(outdir), "--only", name, "--providers", ",".join(providers), "--compile-seconds", "0"]
         if not candidates:
             cmd.append("--no-candidates")
+        for f in tuning or ():
+            cmd += ["--tuning", str(f)]
         limit = compile_seconds + 60 if compile_seconds > 0 else None
         try:
             rc = subprocess.run(cmd, timeout=limit).returncode
@@ -1467,6 +1473,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compile-seconds", type=float, default=600.0, help="per kernel; 0: no limit")
     p.add_argument("--append", action="store_true", help="keep the other kernels of an existing manifest")
     p.add_argument("--fallback-error", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--tuning", action="append", default=[], metavar="FILE",
+                   help="tuning file(s) of measured bindings (bench/tile_sweep.py run --tuning), passed to "
+                        "compile(calibration=...)")
     p.add_argument("--in-process", action="store_true", help="compile in this process (no per-kernel child "
                                                               "process, no hard time limit)")
     r = sub.add_parser("run", help="check and time on the GPU (or --interpret here)")
@@ -1497,7 +1506,8 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("json", type=Path)
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
-        kw = dict(candidates=not a.no_candidates, compile_seconds=a.compile_seconds, append=a.append)
+        kw = dict(candidates=not a.no_candidates, compile_seconds=a.compile_seconds, append=a.append,
+                  tuning=a.tuning)
         if a.in_process:
             kw["fallback_error"] = json.loads(a.fallback_error) if a.fallback_error else None
         (prepare if a.in_process else prepare_isolated)(

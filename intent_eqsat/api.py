@@ -216,16 +216,18 @@ def _select_kernel(module: kir.KirModule, kernel: str | None) -> str:
 def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90", provider: str = "triton",
             options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
             kernel: str | None = None, filename: str | None = None, optimize: bool = True,
-            sizes: Mapping[str, int] | None = None) -> CompiledKernel:
+            sizes: Mapping[str, int] | None = None, calibration: Any = None) -> CompiledKernel:
     """Compile ``.kir`` text, a ``.kir`` path or a KIR module for ``target`` with ``provider``.
 
     Stages: load, KIR verify, construct, optimize (the e-graph optimizer when available; ``optimize=False``
     serializes the constructed program), GPU IR verify, serialize. ``sizes`` (e.g. ``{"M": 4096, "N": 4096,
     "K": 4096}``) tells the cost model the problem to be fastest for: block sizes are chosen for it (the program
-    stays correct for every size). Errors are the layers' own typed errors (all
+    stays correct for every size). ``calibration`` (tuning file path(s) written by ``bench/tile_sweep.py``, or a
+    :class:`~intent_eqsat.extract.calibration.Calibration`): measured times of this program structure at these
+    sizes re-rank the block sizes and bind the measured launch resources. Errors are the layers' own typed errors (all
     :class:`~intent_eqsat.errors.IntentError`), carrying ``.stage`` and ``.kir_location``."""
     res = pipeline.run(source, target=target, provider=provider, options=options, rulebooks=rulebooks,
-                       filename=filename, optimize_program=optimize, sizes=sizes)
+                       filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration)
     opt = res.optimized
     report = dict(opt.report)
     if "phases" in report:
@@ -242,10 +244,11 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
 
 def optimize(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90",
              options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
-             filename: str | None = None, sizes: Mapping[str, int] | None = None) -> ir.Module:
-    """The extracted, verified GPU program, not serialized (``sizes``: as for :func:`compile`)."""
+             filename: str | None = None, sizes: Mapping[str, int] | None = None,
+             calibration: Any = None) -> ir.Module:
+    """The extracted, verified GPU program, not serialized (``sizes``, ``calibration``: as for :func:`compile`)."""
     return pipeline.run(source, target=target, provider=None, options=options, rulebooks=rulebooks,
-                        filename=filename, sizes=sizes).program
+                        filename=filename, sizes=sizes, calibration=calibration).program
 
 
 __all__ = ["CompiledKernel", "compile", "optimize", "generated_dir"]

@@ -40,6 +40,17 @@ def _options(values: Sequence[str] | None) -> dict[str, str]:
     return {key: val for key, val, _ in _pairs(values, "--options", "key=value")}
 
 
+def _calibration(args: argparse.Namespace) -> list[str] | None:
+    """``--calibration FILE`` (repeatable): tuning files; each must exist (a usage error names a missing one)."""
+    files = getattr(args, "calibration", None)
+    if not files:
+        return None
+    for f in files:
+        if not Path(f).is_file():
+            raise _Usage(f"--calibration: no such file: {f}")
+    return [str(f) for f in files]
+
+
 def _sizes(values: Sequence[str] | None) -> dict[str, int] | None:
     """``--sizes M=4096,N=4096`` (repeatable) -> {symbol: positive int}, or None when absent."""
     out: dict[str, int] = {}
@@ -108,7 +119,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     try:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
-                         optimize=not args.no_optimize, sizes=_sizes(args.sizes))
+                         optimize=not args.no_optimize, sizes=_sizes(args.sizes),
+                         calibration=_calibration(args))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -135,7 +147,8 @@ def cmd_print_program(args: argparse.Namespace) -> int:
 
     try:
         res = pipeline.run(Path(args.file), target=args.target, provider=None, options=_options(args.options),
-                           rulebooks=_list(getattr(args, "rulebooks", None)), sizes=_sizes(args.sizes))
+                           rulebooks=_list(getattr(args, "rulebooks", None)), sizes=_sizes(args.sizes),
+                           calibration=_calibration(args))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -180,7 +193,8 @@ def _batch_config(args: argparse.Namespace, kind: str) -> Any:
                        optimize=(getattr(args, "optimize", False) if kind == "check"
                                  else not getattr(args, "no_optimize", False)),
                        allow_unsupported=getattr(args, "allow_unsupported", False),
-                       sizes=_sizes(getattr(args, "sizes", None)))
+                       sizes=_sizes(getattr(args, "sizes", None)),
+                       calibration=_calibration(args))
 
 
 def _run_batch(args: argparse.Namespace, kind: str) -> int:
@@ -312,7 +326,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     try:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
-                         sizes=_sizes(args.sizes))
+                         sizes=_sizes(args.sizes), calibration=_calibration(args))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -369,6 +383,9 @@ def _common(p: argparse.ArgumentParser, provider: bool = True, multi_provider: b
     p.add_argument("--sizes", action="append", metavar="SYM=N",
                    help="the problem the cost model chooses block sizes for, e.g. M=32768,N=8192 (repeatable or "
                         "comma-separated; the program stays correct for every size)")
+    p.add_argument("--calibration", action="append", metavar="FILE",
+                   help="tuning file(s) of measured times (bench/tile_sweep.py run --tuning): at the measured "
+                        "sizes they re-rank the block sizes of a measured program (repeatable)")
 
 
 def _batch_common(p: argparse.ArgumentParser) -> None:

@@ -209,19 +209,34 @@ def rulebook_versions(rulebooks: Any = None) -> Any:
     return to_plain(value) if value is not None else "none"
 
 
+def load_calibration(calibration: Any) -> Any:
+    """None, a :class:`~intent_eqsat.extract.calibration.Calibration`, or tuning file path(s) -> a Calibration
+    (or None); a file that cannot be read is a :class:`CalibrationError` naming it."""
+    if calibration is None:
+        return None
+    from intent_eqsat.extract.calibration import Calibration
+    if isinstance(calibration, Calibration):
+        return calibration
+    paths = [calibration] if isinstance(calibration, (str, os.PathLike)) else list(calibration)
+    return Calibration.load(paths) if paths else None
+
+
 def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebooks: Any = None,
-             sizes: Mapping[str, int] | None = None) -> Optimized:
+             sizes: Mapping[str, int] | None = None, calibration: Any = None) -> Optimized:
     """Run the e-graph optimizer when it exists; otherwise pass the constructed program through with a remark.
     ``sizes`` binds shape symbols for the cost model (the problem the program should be fastest for); unbound
-    symbols take the model's default size."""
+    symbols take the model's default size. ``calibration`` (tuning file path(s) or a Calibration): measured
+    times that re-rank the tile bindings of a measured program structure at the measured sizes."""
     fn = optimizer()
     if fn is None:
         return Optimized(program=program, remarks=[NO_OPTIMIZER_REMARK])
     kw: dict[str, Any] = {}
-    if sizes:
+    cal = load_calibration(calibration)
+    if sizes or cal is not None:
         from intent_eqsat.extract.cost import RooflineCost
         from intent_eqsat.providers.targets import get_target
-        kw["cost"] = RooflineCost(get_target(target), {str(k): int(v) for k, v in sizes.items()})
+        kw["cost"] = RooflineCost(get_target(target), {str(k): int(v) for k, v in (sizes or {}).items()},
+                                  calibration=cal)
     res = fn(program, target=target, options=options, rulebooks=rulebooks, **kw)
     report = getattr(res, "report", None)
     report = dict(report) if isinstance(report, Mapping) else (to_plain(report) if report is not None else {})
@@ -278,7 +293,7 @@ class PipelineResult:
 def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90", provider: str | None = "triton",
         options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
         filename: str | None = None, stop_after: str | None = None, optimize_program: bool = True,
-        sizes: Mapping[str, int] | None = None,
+        sizes: Mapping[str, int] | None = None, calibration: Any = None,
         on_stage: Callable[[str], None] | None = None) -> PipelineResult:
     """Run the stages in order (``provider=None`` or ``stop_after="verify_gir"`` skips serialization;
     ``optimize_program=False`` skips the optimize stage: the constructed program goes on, with a remark).
@@ -310,7 +325,8 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     constructed = stage("construct", lambda: construct(module, target=target, options=opts))
     if optimize_program:
         optimized = stage("optimize", lambda: optimize(constructed, target=target, options=opts,
-                                                       rulebooks=rulebooks, sizes=sizes))
+                                                       rulebooks=rulebooks, sizes=sizes,
+                                                       calibration=calibration))
     else:
         optimized = Optimized(program=constructed, remarks=[SKIPPED_REMARK], status="skipped")
     program = optimized.program

@@ -85,12 +85,25 @@ def job_key(job: dict, rulebook_versions: Any) -> str:
         "rulebook_versions": rulebook_versions if optimize else "unused",
         # the problem sizes the cost model picked tiles for (only the optimizer reads them)
         "sizes": dict(sorted(job["sizes"].items())) if optimize and job.get("sizes") else None,
+        # measured tile bindings re-rank the optimizer's pick: the tuning files' contents are part of the key
+        "calibration": _file_digests(job.get("calibration")) if optimize and job.get("calibration") else None,
         "tool": tool_version(),
     }
     if job["kind"] == "check":
         ident["seeds"] = job.get("seeds")
         ident["gir"] = job["path"].endswith(".gir")
     return hashlib.sha256(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def _file_digests(paths: list) -> list[str]:
+    """sha256 of each file's bytes (an unreadable file keys as its path and error: the job then fails itself)."""
+    out = []
+    for p in paths:
+        try:
+            out.append(hashlib.sha256(Path(p).read_bytes()).hexdigest())
+        except OSError as err:
+            out.append(f"{p}: {err}")
+    return out
 
 
 def _swap(obj: Any, old: str, new: str) -> Any:

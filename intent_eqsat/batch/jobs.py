@@ -112,7 +112,8 @@ def _run_pipeline(job: dict, phases: dict, on_stage: Callable[[str], None] | Non
     load_s = time.perf_counter() - t
     res = pipeline.run(module, target=job["target"], provider=job["provider"], options=job.get("options"),
                        rulebooks=job.get("rulebooks"), filename=job["path"],
-                       optimize_program=job.get("optimize", True), sizes=job.get("sizes"), on_stage=on_stage)
+                       optimize_program=job.get("optimize", True), sizes=job.get("sizes"),
+                       calibration=job.get("calibration"), on_stage=on_stage)
     phases.update(res.timings)
     phases["load"] = load_s
     return res

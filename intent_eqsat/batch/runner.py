@@ -125,6 +125,7 @@ class BatchConfig:
     write_reports: bool = True
     allow_unsupported: bool = False             # exit code: a declared Unsupported rejection is not a failure
     sizes: dict | None = None                   # compile: the problem sizes the cost model picks tiles for
+    calibration: list | None = None             # compile: tuning files that re-rank measured tile bindings
 
 
 @dataclass
@@ -165,7 +166,8 @@ def _make_jobs(cfg: BatchConfig, paths: list[str]) -> tuple[list[dict], list[dic
         for provider in variants:
             job = {"kind": cfg.kind, "path": path, "text": text, "target": cfg.target, "provider": provider,
                    "options": opts, "rulebooks": cfg.rulebooks, "optimize": cfg.optimize, "debug_hook": hook,
-                   "sizes": dict(sorted(cfg.sizes.items())) if cfg.sizes else None}
+                   "sizes": dict(sorted(cfg.sizes.items())) if cfg.sizes else None,
+                   "calibration": list(cfg.calibration) if cfg.calibration else None}
             if cfg.kind == "check":
                 job["seeds"] = cfg.seeds
             jobs.append(job)
@@ -315,7 +317,7 @@ def write_reports(cfg: BatchConfig, result: BatchResult, executor: Executor | No
                    "providers": cfg.providers if cfg.kind == "compile" else [],
                    "options": pipeline.make_options(cfg.options).key(), "rulebooks": cfg.rulebooks,
                    "rulebook_versions": pipeline.rulebook_versions(cfg.rulebooks), "optimize": cfg.optimize,
-                   "sizes": cfg.sizes,
+                   "sizes": cfg.sizes, "calibration": cfg.calibration,
                    "timeout_s": cfg.timeout,
                    "executor": ex.describe(), "cache": bool(cfg.use_cache)},
         "optimizer_available": optimizer_available,

@@ -107,7 +107,7 @@ class CostParams:
 
     default_size: int = 1024                  # unknown shape symbol / trip count bound
     elems_per_thread: int = 32                # fragment elements per thread when choosing warps
-    max_warps: int = 4                        # num_warps of one program (the Triton serializer launches 4)
+    max_warps: int = 8                        # most warps of one program (bound into space.threads)
     base_registers: int = 32                  # addresses, indices, loop state per thread
     register_granularity: int = 8             # registers are allocated in multiples of this per thread
     pipeline_stages: int = 3                  # buffered copies of contract operands; latency overlap in loops
@@ -1524,14 +1524,17 @@ __all__ = ["CostParams", "CostBreakdown", "CostModel", "Work", "estimate", "esti
 class RooflineCost:
     """The optimizer's default cost: this model on ``target`` at problem ``sizes`` (unknown symbols take
     ``CostParams.default_size``). ``bind(export)`` gives the per-export model whose ``node_cost`` the extractor
-    uses; ``breakdown`` gives the chosen program's cost terms (for reports and ``explain``)."""
+    uses; ``breakdown`` gives the chosen program's cost terms (for reports and ``explain``). ``calibration`` (an
+    :class:`intent_eqsat.extract.calibration.Calibration`): measured times that re-rank the tile bindings of a
+    measured structure at measured sizes (the optimizer applies it when it binds the tile parameters)."""
 
     def __init__(self, target: Any, sizes: Mapping[str, int] | None = None, *, provider: str | None = None,
-                 cost_params: CostParams = DEFAULT_PARAMS):
+                 cost_params: CostParams = DEFAULT_PARAMS, calibration: Any = None):
         self.target = target
         self.sizes = dict(sizes or {})
         self.provider = provider
         self.cost_params = cost_params
+        self.calibration = calibration
         self._models: dict[int, CostModel] = {}
 
     def bind(self, export: Export) -> CostModel:

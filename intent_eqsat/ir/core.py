@@ -107,10 +107,18 @@ class Segment:
 @dataclass(frozen=True)
 class ProgramSpace:
     """Finite physical program instances: ordered segments; ``launch`` set means grid-stride traversal with that
-    many launched programs (the body then loops over linear coordinates explicitly)."""
+    many launched programs (the body then loops over linear coordinates explicitly).
+
+    ``threads`` (threads per program instance) and ``stages`` (buffered copies a loop's loads may keep in flight)
+    are the program's physical resources, bound by the optimizer from the cost model's footprint (SPEC PASS-6,
+    TGT-7: physical parameters bound before serialization); None leaves them to the provider's default. A
+    provider maps them onto its launch options (Triton: ``num_warps = threads / warp size``, ``num_stages``) or
+    ignores what its compiler chooses itself (cuTile)."""
 
     segments: tuple[Segment, ...]
     launch: LaunchExpr | None = None
+    threads: int | None = None
+    stages: int | None = None
 
     def offset(self, i: int) -> LaunchExpr:
         return total([s.length for s in self.segments[:i]])

@@ -423,8 +423,19 @@ class _Parser:
             segments.append(Segment(extents, order, group))
         if self.ts.accept("launch"):
             launch = self.le()
+        threads = self.resource("threads") if self.ts.at("threads") else None
+        stages = self.resource("stages") if self.ts.at("stages") else None
         self.ts.expect("}")
-        return ProgramSpace(tuple(segments), launch)
+        return ProgramSpace(tuple(segments), launch, threads, stages)
+
+    def resource(self, word: str) -> int:
+        """``threads N`` / ``stages N`` of a program space: a positive integer literal."""
+        self.ts.expect(word)
+        tok = self.ts.peek()
+        n = self.int_lit(f"the number of {word} (a positive integer)")
+        if n <= 0:
+            raise self.error(f"{word} must be a positive integer, not {n}", tok)
+        return n
 
 
 _OPTIONS = ("numerics", "online_reduction", "optimization_remarks")

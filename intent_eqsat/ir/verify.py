@@ -500,6 +500,9 @@ def check_coverage(ctx: _Ctx) -> Errors:
         space = k.space
         if not space.segments:
             yield ctx.err(2, "the program space has no segment", info)
+        for word, n in (("threads", space.threads), ("stages", space.stages)):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n <= 0):
+                yield ctx.err(2, f"the program space's {word} must be a positive integer, not {n!r}", info)
         for i, seg in enumerate(space.segments):
             where = f"{location(k)}, segment {i}"
             if seg.order not in ORDERS:

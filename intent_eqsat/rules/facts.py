@@ -51,13 +51,16 @@ _INT_FEATURES = ("warp_size", "sm_count", "smem_per_block", "registers_per_block
 
 def tile_candidates(target: Any) -> tuple[int, ...]:
     """The target's tile-size domain: ``target.tile_candidates`` when the capability object declares one, else the
-    powers of two in :data:`BASE_TILE_SIZES` whose square f32 accumulator tile fits in half of one block's register
-    file (``T*T*4 <= registers_per_block * 4 / 2`` bytes). The cost model, not this domain, prefers one size."""
+    powers of two in :data:`BASE_TILE_SIZES` whose 2:1 f32 accumulator tile ``[T, T/2]`` fits in half of one
+    block's register file (``T*T/2*4 <= registers_per_block * 4 / 2`` bytes: 256 on a 64K-register block, so a
+    128x256 tensor-core tile with 8 warps is a candidate; measured on the H200 the fastest of our GEMM tiles at
+    4096^3 and 8192^3, bench/results/h200_sweep_2026-11-30). The cost model, not this domain, prefers one size and
+    rejects the bindings whose footprint does not fit (256x256)."""
     own = getattr(target, "tile_candidates", None)
     if own:
         return tuple(sorted(int(x) for x in own))
     regs = int(getattr(target, "registers_per_block", 65536) or 65536)
-    return tuple(t for t in BASE_TILE_SIZES if t * t * 4 <= regs * 4 // 2)
+    return tuple(t for t in BASE_TILE_SIZES if t * (t // 2) * 4 <= regs * 4 // 2)
 
 
 def group_candidates(target: Any) -> tuple[int, ...]:

@@ -113,15 +113,20 @@ class Candidate:
     term: T | None = field(default=None, repr=False)
     _template: Kernel | None = field(default=None, repr=False)
     _prov: Provenance | None = field(default=None, repr=False)
+    #: binds threads/stages of the decoded kernel the way the optimizer bound its pick's
+    _resources: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
 
     def decode(self) -> Kernel:
-        """The candidate as an explicit (unverified) GPU IR kernel (its tile parameters bound to ``params``)."""
+        """The candidate as an explicit (unverified) GPU IR kernel (its tile parameters bound to ``params``, its
+        resources bound by the optimizer's cost model when the tile parameters are)."""
         if self.term is None or self._template is None:
             raise OptimizeError(f"candidate {self.rank} of kernel {self.kernel} has no term")
         k = decode_kernel(self.term, self._template, self._prov)
         if self.params:
             k = TILES.bind(k, {n: v for n, v in self.params.items() if n in TILES.NAMES},
                            Module("sm90", CompileOptions(), [], [k]))
+        if self._resources is not None and not TILES.used(k):
+            k = self._resources(k)
         return k
 
     def as_dict(self) -> dict[str, Any]:
@@ -309,6 +314,39 @@ def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Call
     return of
 
 
+def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:
+    """Writes a bound kernel's threads/stages from the same roofline model at the same sizes (the program is
+    launched as it was costed; ``intent_eqsat.extract.resources``)."""
+    from intent_eqsat.extract.cost import RooflineCost
+    from intent_eqsat.extract.resources import bind_resources
+    sizes = dict(getattr(cost, "sizes", {}) or {}) if isinstance(cost, RooflineCost) else {}
+    kw = {"provider": cost.provider, "cost_params": cost.cost_params} if isinstance(cost, RooflineCost) else {}
+    tgt = cost.target if isinstance(cost, RooflineCost) else target
+
+    def bind(kernel: Kernel) -> Kernel:
+        return bind_resources(kernel, tgt, sizes, **kw)
+    return bind
+
+
+def _calibrated(cost: Any, target: str, decoded: Kernel, ranked: list) -> tuple[list, Any, str | None]:
+    """The tile bindings re-ranked by the cost's calibration (measured times of this structure at these sizes),
+    the measurement of the chosen binding (its launch resources are bound) and a remark saying what was used."""
+    calibration = getattr(cost, "calibration", None)
+    if calibration is None:
+        return ranked, None, None
+    from intent_eqsat.extract.calibration import binding_key, fingerprint
+    fp = fingerprint(decoded)
+    reranked, used = calibration.rerank(fp, target, dict(getattr(cost, "sizes", {}) or {}), ranked)
+    if not used:
+        return ranked, None, None
+    best = used.get(binding_key(reranked[0][1]))
+    remark = (f"kernel {decoded.name}: tile binding ranked with {len(used)} measured binding(s) of this program "
+              f"structure ({fp}) at these sizes; pick {reranked[0][1]}"
+              + (f" measured {best.seconds * 1e3:.4g} ms with {best.threads} threads, {best.stages} stages"
+                 if best is not None else " (not measured: model cost x the measured bias)"))
+    return reranked, best, remark
+
+
 def _phase(phases: dict, name: str, t0: float) -> float:
     now = time.perf_counter()
     phases[name] = phases.get(name, 0.0) + (now - t0)
@@ -380,10 +418,20 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     t = time.perf_counter()
     cost_at = _binding_cost(cost, target, tile_defaults)
     tgt = get_target(target)
+    calibrated = getattr(cost, "calibration", None) is not None
     ranked = TILES.choose(decoded, TILES.binding_domains(doms, tgt, getattr(cost, "sizes", None)),
-                          lambda b: cost_at(decoded, b), min_lanes=int(getattr(tgt, "warp_size", 32) or 32))
+                          lambda b: cost_at(decoded, b), min_lanes=int(getattr(tgt, "warp_size", 32) or 32),
+                          keep=1 << 30 if calibrated else 8)
+    ranked, measured, remark = _calibrated(cost, target, decoded, ranked)
+    ranked = ranked[:8]
+    if remark:
+        res.remarks.append(remark)
     best_cost, best = ranked[0]
-    bound = TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))
+    resources = _resource_binder(cost, target)
+    bound = resources(TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls)))
+    if measured is not None and (measured.threads or measured.stages):
+        bound = replace(bound, space=replace(bound.space, threads=measured.threads or bound.space.threads,
+                                             stages=measured.stages or bound.space.stages))
     try:
         ir.verify(_module_with(program, bound, options, target))
     except VerificationError as err:
@@ -397,6 +445,8 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
                             kernel, graph.prov, candidate_seconds)
     for c in alt_terms:
         c.params = dict(best)
+    for c in alt_bindings + alt_terms:
+        c._resources = resources
     merged = sorted(alt_bindings + alt_terms, key=lambda c: c.cost) if n_candidates > 0 else []
     res.candidates = [replace(c, rank=i + 1) for i, c in enumerate(merged)]
     _phase(phases, "candidates", t)

@@ -30,7 +30,7 @@ OWNERSHIP = ("TILE_B0", "TILE_B1")
 REDUCTION = ("TILE_K",)
 MEMBERS = ("TILE_R",)
 NAMES = OWNERSHIP + REDUCTION + MEMBERS
-K_MIN, K_MAX = 16, 64
+K_MIN, K_MAX = 16, 128
 _WORD = re.compile(r"\b(" + "|".join(NAMES) + r")\b")
 
 

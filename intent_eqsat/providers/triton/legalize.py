@@ -70,6 +70,11 @@ class ContractPlan:
     sizes: tuple[int, int, int, int] = (1, 1, 1, 1)   # Bt, Mt, Kt, Nt (expand)
 
 
+#: launch options of a program whose space binds no resources (Triton's own defaults)
+DEFAULT_WARPS = 4
+DEFAULT_STAGES = 3
+
+
 @dataclass
 class KernelPlan:
     """Everything the serializer needs beyond the program itself, all derived from the current GPU IR."""
@@ -103,10 +108,13 @@ class KernelPlan:
 
 
 def legalize(module: Module, kernel_name: str, target: "Target | str", params: dict[str, int] | None = None, *,
-             num_warps: int = 4, num_stages: int = 3,
+             num_warps: int | None = None, num_stages: int | None = None,
              max_elements_per_thread: int = MAX_ELEMENTS_PER_THREAD) -> KernelPlan:
     """Run the Triton provider verifier on one kernel; return the plan the serializer prints, or raise one of the
-    four :class:`~intent_eqsat.providers.errors.Unsupported` kinds."""
+    four :class:`~intent_eqsat.providers.errors.Unsupported` kinds.
+
+    ``num_warps`` / ``num_stages`` default to the program's bound resources (``space.threads`` over the target's
+    warp size, ``space.stages``), else to :data:`DEFAULT_WARPS` / :data:`DEFAULT_STAGES`."""
     target = get_target(target)
     try:
         kernel = module.kernel(kernel_name)
@@ -115,6 +123,17 @@ def legalize(module: Module, kernel_name: str, target: "Target | str", params: d
     loc = location(kernel)
     if not target.supports_provider("triton"):
         raise HardwareCapabilityUnsupported(f"target {target.name} has no Triton source form", loc)
+    if num_warps is None:
+        threads = kernel.space.threads
+        if threads is not None and threads % target.warp_size:
+            raise HardwareCapabilityUnsupported(
+                f"the program's {threads} threads are not a whole number of {target.warp_size}-lane warps on "
+                f"{target.name}", loc)
+        num_warps = threads // target.warp_size if threads is not None else DEFAULT_WARPS
+    if num_stages is None:
+        num_stages = kernel.space.stages if kernel.space.stages is not None else DEFAULT_STAGES
+    if num_stages <= 0:
+        raise SharedLegalityUnsupported(f"num_stages={num_stages}: must be positive", loc)
     if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > target.max_warps_per_block:
         raise HardwareCapabilityUnsupported(
             f"num_warps={num_warps}: must be a power of two <= {target.max_warps_per_block} on {target.name}", loc)

@@ -64,9 +64,10 @@ _APPROX = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2
 
 
 def serialize(module, kernel_name: str, target: "Target | str", params: dict[str, int] | None = None, *,
-              num_warps: int = 4, num_stages: int = 3, verify: bool = True, **legalize_options: Any) -> str:
+              num_warps: int | None = None, num_stages: int | None = None, verify: bool = True,
+              **legalize_options: Any) -> str:
     """Triton source for one kernel of a module with physical parameters bound (``params`` overrides the declared
-    defaults).
+    defaults; ``num_warps`` / ``num_stages`` override the program's bound resources, see :func:`legalize`).
 
     ``verify`` first runs the shared GPU verifier (SPEC PASS-5) on the module; a program it rejects is a
     :class:`SharedLegalityUnsupported` (chained to the VerificationError). Then the Triton provider verifier runs
@@ -83,7 +84,7 @@ def serialize(module, kernel_name: str, target: "Target | str", params: dict[str
                                             e.location) from e
     plan = legalize(module, kernel_name, target, params, num_warps=num_warps, num_stages=num_stages,
                     **legalize_options)
-    configs = _configs(module, kernel_name, target, plan, num_warps, num_stages, legalize_options)
+    configs = _configs(module, kernel_name, target, plan, plan.num_warps, plan.num_stages, legalize_options)
     return _Printer(plan, configs).module_source()
 
 

@@ -31,12 +31,18 @@ def test_constructed_and_handwritten_estimates_are_finite_and_positive(name, ker
         assert b.bytes > 0
 
 
-def test_a_tile_beyond_the_registers_of_a_four_warp_program_is_illegal():
-    """The providers launch 4 warps per program (the Triton serializer's num_warps): a 128x256 f32 accumulator
-    (32768 words) does not fit 128 threads' registers."""
+def test_a_tile_beyond_the_registers_of_an_eight_warp_program_is_illegal():
+    """A program has at most ``CostParams.max_warps`` (8) warps, bound into its launch: a 128x256 f32 accumulator
+    (32768 words) fits 256 threads' registers (128 each); 256x256 (65536 words) does not; with 4 warps neither."""
     for target in (SM90, SM80):
         b = tiled(target, 128, 256, 64)
+        assert b.legal and b.warps == 8 and b.registers_per_thread <= target.max_registers_per_thread
+        b = tiled(target, 256, 256, 64)
         assert not b.legal and "registers" in b.reason
+    m = gemm_module("row_major")
+    four = estimate(m.kernels[0], SM90, dict(BIG, BM=128, BN=256, BK=64), params=m,
+                    cost_params=CostParams(max_warps=4))
+    assert not four.legal and "registers" in four.reason
 
 
 @pytest.mark.parametrize("bm,bn,bk", [(32, 32, 16), (64, 64, 32), (128, 128, 64), (64, 128, 32), (256, 64, 32)])

@@ -1,0 +1,161 @@
+"""Measured times of tile bindings and launch resources: tuning artifacts the optimizer reads (SPEC PASS-6; issue 7
+item 3 "keep the measurements as calibration data that the cost model reads, so its picks improve").
+
+A measurement says: the program of this *structure* (:func:`fingerprint`: the decoded kernel before its tile
+parameters are bound, with its name and origin left out, so two kernels are one structure exactly when their
+programs are the same), at these problem ``sizes``, with this tile ``binding``, launched with ``threads`` and
+``stages``, ran in ``seconds`` on ``device`` (median of ``triton.testing.do_bench``). ``bench/tile_sweep.py run``
+writes them; ``Calibration.load`` reads one or more files.
+
+How the optimizer uses them (:meth:`Calibration.rerank`): among the bindings of the extracted structure at the
+same target and sizes, a measured binding costs its model prediction times its own measured/predicted ratio (the
+fastest launch of it), an unmeasured one its prediction times the median ratio of the measured ones (the model's
+known bias at this shape), so measured bindings are ranked by what they measured and the rest stay comparable.
+The threads/stages of the fastest launch of the chosen binding are bound into the program instead of the model's.
+Nothing is keyed by kernel name; a structure or size with no measurement is ranked by the model alone.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from intent_eqsat.errors import IntentError, SourceLocation
+
+if TYPE_CHECKING:                  # the GPU side of bench/tile_sweep.py reads and writes tuning files without the IR
+    from intent_eqsat.ir.core import Kernel
+
+FORMAT = "intent-eqsat-tuning/1"
+
+
+class CalibrationError(IntentError):
+    """A tuning file that cannot be read (``location``: the file, with line:col for malformed JSON)."""
+
+
+def fingerprint(kernel: Kernel) -> str:
+    """A stable hash of a kernel's program structure: its text without the name, origin and bound resources."""
+    from intent_eqsat.ir.printer import format_kernel
+    anon = replace(kernel, name="k", origin="k", space=replace(kernel.space, threads=None, stages=None))
+    text = "\n".join(format_kernel(anon, 0))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    fingerprint: str
+    target: str
+    sizes: tuple[tuple[str, int], ...]
+    binding: tuple[tuple[str, int], ...]
+    threads: int | None
+    stages: int | None
+    seconds: float
+    device: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fingerprint": self.fingerprint, "target": self.target, "sizes": dict(self.sizes),
+                "binding": dict(self.binding), "threads": self.threads, "stages": self.stages,
+                "seconds": self.seconds, "device": self.device}
+
+
+def _key(d: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((str(k), int(v)) for k, v in d.items()))
+
+
+def measurement(kernel_structure: "Kernel | str", target: str, sizes: Mapping[str, int], binding: Mapping[str, int],
+                threads: int | None, stages: int | None, seconds: float, device: str = "") -> Measurement:
+    fp = kernel_structure if isinstance(kernel_structure, str) else fingerprint(kernel_structure)
+    return Measurement(fp, str(target), _key(sizes), _key(binding), threads, stages, float(seconds), device)
+
+
+@dataclass
+class Calibration:
+    """Measurements by (fingerprint, target, sizes)."""
+
+    measurements: list[Measurement] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, paths: "str | Path | Sequence[str | Path]") -> "Calibration":
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        out = cls()
+        for p in paths:
+            path = Path(p)
+            try:
+                doc = json.loads(path.read_text())
+            except OSError as err:
+                raise CalibrationError(f"cannot read the tuning file: {err.strerror or err}", str(path)) from None
+            except json.JSONDecodeError as err:
+                raise CalibrationError(f"not JSON: {err.msg}",
+                                       SourceLocation(str(path), err.lineno, err.colno)) from None
+            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+                raise CalibrationError(f"not a tuning file (expected \"format\": \"{FORMAT}\")", str(path))
+            for i, m in enumerate(doc.get("measurements", [])):
+                try:
+                    out.measurements.append(Measurement(
+                        str(m["fingerprint"]), str(m["target"]), _key(m["sizes"]), _key(m["binding"]),
+                        None if m.get("threads") is None else int(m["threads"]),
+                        None if m.get("stages") is None else int(m["stages"]), float(m["seconds"]),
+                        str(m.get("device", ""))))
+                except (KeyError, TypeError, ValueError) as err:
+                    raise CalibrationError(f"measurement {i}: {type(err).__name__}: {err}", str(path)) from None
+            out.sources.append(str(path))
+        return out
+
+    def save(self, path: "str | Path", **about: Any) -> None:
+        """Write the measurements as one tuning file (whole file replaced atomically)."""
+        doc = {"format": FORMAT, **about, "measurements": [m.as_dict() for m in self.measurements]}
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps(doc, indent=1) + "\n")
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def lookup(self, fp: str, target: str, sizes: Mapping[str, int]) -> dict[tuple, Measurement]:
+        """Binding -> its fastest measured launch, for one structure on one target at exactly ``sizes`` (the
+        problem symbols a measurement names; tile parameters are not sizes)."""
+        best: dict[tuple, Measurement] = {}
+        for m in self.measurements:
+            if m.fingerprint != fp or m.target != target or not math.isfinite(m.seconds) or m.seconds <= 0:
+                continue
+            if any(sizes.get(k) != v for k, v in m.sizes):
+                continue
+            cur = best.get(m.binding)
+            if cur is None or m.seconds < cur.seconds:
+                best[m.binding] = m
+        return best
+
+    def rerank(self, fp: str, target: str, sizes: Mapping[str, int],
+               ranked: Iterable[tuple[float, dict[str, int]]]) -> tuple[list[tuple[float, dict[str, int]]],
+                                                                         dict[tuple, Measurement]]:
+        """``ranked`` (model cost, binding) re-costed by the measurements (see the module docstring), cheapest
+        first; also the measurements used (binding key -> fastest launch)."""
+        ranked = list(ranked)
+        found = self.lookup(fp, target, sizes)
+        ratios = {_key(b): found[_key(b)].seconds / c for c, b in ranked
+                  if _key(b) in found and math.isfinite(c) and c > 0}
+        if not ratios:
+            return ranked, {}
+        bias = statistics.median(ratios.values())
+        out = [(c * ratios.get(_key(b), bias), b) for c, b in ranked]
+        order = {id(b): i for i, (_, b) in enumerate(ranked)}
+        out.sort(key=lambda cb: (cb[0], order[id(cb[1])]))
+        return out, {k: found[k] for k in ratios}
+
+
+def binding_key(binding: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return _key(binding)
+
+
+__all__ = ["FORMAT", "Calibration", "CalibrationError", "Measurement", "fingerprint", "measurement", "binding_key"]
