@@ -28,12 +28,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: torch references of the ops this sweep knows (named in the manifest by the user): inputs (shapes over the
-#: sizes), the reference expression, and whether the anchor is torch.compile of it (row ops) or itself (cuBLAS)
+#: torch references of the ops this sweep knows (named in the manifest by the user): the launch's inputs in ABI
+#: order (a tensor's shape over the sizes, or a Python float scalar), the reference expression over them (``a``),
+#: and whether the anchor is torch.compile of it (row ops) or itself (cuBLAS)
 REFERENCES = {
-    "softmax": ((("M", "N"),), "torch.softmax(x.float(), dim=-1).to(x.dtype)", True),
-    "row_sum": ((("M", "N"),), "x.float().sum(dim=-1).to(x.dtype)", True),
-    "matmul": ((("M", "K"), ("K", "N")), "torch.matmul(x, y)", False),
+    "softmax": ((("M", "N"),), "torch.softmax(a[0].float(), dim=-1).to(a[0].dtype)", True),
+    "row_sum": ((("M", "N"),), "a[0].float().sum(dim=-1).to(a[0].dtype)", True),
+    "layernorm": ((("M", "N"), ("N",), ("N",), 1e-5), "torch.nn.functional.layer_norm(a[0].float(), a[0].shape[-1:], "
+                  "a[1].float(), a[2].float(), a[3]).to(a[0].dtype)", True),
+    "rmsnorm": ((("M", "N"), ("N",), 1e-5), "(a[0].float() * torch.rsqrt(a[0].float().pow(2).mean(-1, keepdim=True) "
+                "+ a[2]) * a[1].float()).to(a[0].dtype)", True),
+    "matmul": ((("M", "K"), ("K", "N")), "torch.matmul(a[0], a[1])", False),
+    "matmul_bias_relu": ((("M", "K"), ("K", "N"), ("N",)), "torch.relu(torch.addmm(a[2], a[0], a[1]))", False),
+    "bmm": ((("Bt", "M", "K"), ("Bt", "K", "N")), "torch.bmm(a[0], a[1])", False),
 }
 
 
@@ -98,8 +105,9 @@ def run(args: argparse.Namespace) -> None:
     man = json.loads((out / "manifest.json").read_text())
     shapes, expr, compile_anchor = REFERENCES[man["op"]]
     dtype = getattr(torch, {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[man["dtype"]])
-    inputs = [torch.randn(*(man["sizes"][s] for s in shape), device="cuda", dtype=dtype) for shape in shapes]
-    ref_fn = eval("lambda x, y=None: " + expr, {"torch": torch})   # noqa: S307 - our own table
+    inputs = [shape if isinstance(shape, float) else
+              torch.randn(*(man["sizes"][s] for s in shape), device="cuda", dtype=dtype) for shape in shapes]
+    ref_fn = eval("lambda *a: " + expr, {"torch": torch})   # noqa: S307 - our own table
     ref = ref_fn(*inputs)
     anchor = torch.compile(ref_fn) if compile_anchor else ref_fn
     anchor(*inputs)

@@ -8,9 +8,10 @@ programs are the same), at these problem ``sizes``, with this tile ``binding``, 
 writes them; ``Calibration.load`` reads one or more files.
 
 How the optimizer uses them (:meth:`Calibration.rerank`): among the bindings of the extracted structure at the
-same target and sizes, a measured binding costs its model prediction times its own measured/predicted ratio (the
-fastest launch of it), an unmeasured one its prediction times the median ratio of the measured ones (the model's
-known bias at this shape), so measured bindings are ranked by what they measured and the rest stay comparable.
+same target and sizes, a measured binding costs what it measured (its fastest launch; also a binding the model
+holds illegal: it compiled, ran and was checked), an unmeasured one its prediction times the median
+measured/predicted ratio of the measured ones (the model's known bias at this shape), so measured bindings are
+ranked by what they measured and the rest stay comparable.
 The threads/stages of the fastest launch of the chosen binding are bound into the program instead of the model's.
 Nothing is keyed by kernel name; a structure or size with no measurement is ranked by the model alone.
 """
@@ -20,6 +21,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -38,11 +40,16 @@ class CalibrationError(IntentError):
     """A tuning file that cannot be read (``location``: the file, with line:col for malformed JSON)."""
 
 
-def fingerprint(kernel: Kernel) -> str:
-    """A stable hash of a kernel's program structure: its text without the name, origin and bound resources."""
+#: an op's provenance attribute (``origin = gemm.s0.e3``: KIR statement ids, which carry the kernel's name)
+_ORIGIN_ATTR = re.compile(r"(, )?\borigin = [^,}\s]+(, )?")
+
+
+def fingerprint(kernel: "Kernel") -> str:
+    """A stable hash of a kernel's program structure: its text without the kernel's name and origin, the ops'
+    provenance (KIR statement ids name the kernel) and the bound resources."""
     from intent_eqsat.ir.printer import format_kernel
     anon = replace(kernel, name="k", origin="k", space=replace(kernel.space, threads=None, stages=None))
-    text = "\n".join(format_kernel(anon, 0))
+    text = _ORIGIN_ATTR.sub(lambda m: ", " if m.group(1) and m.group(2) else "", "\n".join(format_kernel(anon, 0)))
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -143,15 +150,16 @@ class Calibration:
         first; also the measurements used (binding key -> fastest launch)."""
         ranked = list(ranked)
         found = self.lookup(fp, target, sizes)
-        ratios = {_key(b): found[_key(b)].seconds / c for c, b in ranked
-                  if _key(b) in found and math.isfinite(c) and c > 0}
-        if not ratios:
+        used = {_key(b): found[_key(b)] for _, b in ranked if _key(b) in found}
+        ratios = [found[_key(b)].seconds / c for c, b in ranked if _key(b) in found and math.isfinite(c) and c > 0]
+        if not used:
             return ranked, {}
-        bias = statistics.median(ratios.values())
-        out = [(c * ratios.get(_key(b), bias), b) for c, b in ranked]
+        bias = statistics.median(ratios) if ratios else 1.0
+        # a measured binding costs what it measured (also one the model holds illegal: it ran, it was checked)
+        out = [(used[_key(b)].seconds if _key(b) in used else c * bias, b) for c, b in ranked]
         order = {id(b): i for i, (_, b) in enumerate(ranked)}
         out.sort(key=lambda cb: (cb[0], order[id(cb[1])]))
-        return out, {k: found[k] for k in ratios}
+        return out, used
 
 
 def binding_key(binding: Mapping[str, int]) -> tuple[tuple[str, int], ...]:

@@ -33,8 +33,12 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                    t_alu  = alu flops / peak.fma_f32 (+ f64 flops / peak.fma_f64);  t_sfu = sfu ops / peak.sfu
                    t_latency = waves * steps * memory_latency_s / pipeline_stages
                    roof   = q * max(t_dram, t_l2, t_tensor, t_alu, t_sfu)
-                   total  = max(roof, t_latency) + overlap_penalty * (the other terms, q-scaled, and the
-                            smaller of roof / t_latency)   (imperfect overlap; also breaks ties)
+                   total  = max(roof, t_latency) + w * (the other terms, q-scaled, and the smaller of
+                            roof / t_latency)   (imperfect overlap; also breaks ties), w = overlap_penalty, or
+                            max(overlap_penalty, serial_overlap_penalty / programs_per_sm) when a program has at most 2 x
+                            pipeline_stages load steps (its phases are serial: only co-resident programs overlap them;
+                            calibrated on the H200 row-kernel sweep of 2026-11-30, where [2, 8192] row tiles with
+                            one program per SM ran 1.2-1.6x slower than [1, 8192] ones with two)
     illegal (inf): a fragment dtype the target does not support; a fragment extent that is not a power of two when
                    the target's providers need it (Triton's tl.arange and cuTile tiles both do); one fragment beyond
                    what a program's registers can hold; a contract whose operands exceed ``smem_per_block``; the
@@ -119,6 +123,10 @@ class CostParams:
     min_mma_extent: int = 16                  # smallest M/N/K the matrix unit takes
     pow2_providers: frozenset = frozenset(("triton", "cutile"))   # providers whose fragments need 2^k extents
     overlap_penalty: float = 0.1              # fraction of the non-dominant terms that does not overlap
+    #: the same for a program whose phases run one after the other (few load steps), divided by the programs
+    #: resident on one SM (fitted on the H200 row sweep of 2026-11-30: softmax bf16 [1, 8192] rows, 2 per SM,
+    #: 0.42 ms; [2, 8192] rows, 1 per SM, 0.54 ms; DRAM time 0.32 ms, other terms 0.42 ms)
+    serial_overlap_penalty: float = 0.5
     eps: float = 1e-15                        # per-op proxy epsilon (keeps extraction acyclic)
     max_cost_increases: int = 16              # per e-class: later increases of a chosen node's cost are ignored
 
@@ -1158,7 +1166,12 @@ class CostModel:
         if t_lat > roof:
             bound = "latency"
         rest = quant * (sum(terms.values()) - terms[bound]) if bound != "latency" else quant * sum(terms.values())
-        total = max(roof, t_lat) + cp.overlap_penalty * (rest + min(roof, t_lat))
+        # a program with a handful of load steps (at most two pipelines' worth: whole-row passes) runs its phases
+        # (load, reduce, compute, store) one after the other: only the other programs resident on its SM overlap
+        # them (one resident program: none); a long loop of loads keeps `stages` of them in flight itself
+        serial = steps_avg <= 2 * cp.pipeline_stages
+        overlap = max(cp.overlap_penalty, cp.serial_overlap_penalty / ppsm) if serial else cp.overlap_penalty
+        total = max(roof, t_lat) + overlap * (rest + min(roof, t_lat))
         return CostBreakdown(
             total=total, programs=programs, programs_per_sm=ppsm, slots=slots, waves=waves, quantization=quant,
             warps=warps, registers_per_thread=regs, smem_bytes=smem,

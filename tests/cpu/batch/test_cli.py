@@ -60,6 +60,23 @@ def test_sizes_reach_the_cost_model_and_bad_sizes_are_usage_errors(tmp_path, cap
         assert why in capsys.readouterr().err
 
 
+def test_calibration_files_reach_the_optimizer_and_bad_ones_are_reported(tmp_path, capsys):
+    """--calibration: the committed H200 tuning file re-ranks the GEMM bindings at a measured shape (remark on
+    stderr, the measured launch bound); a missing file is a usage error; a malformed one fails with its location."""
+    tuning = str(ROOT / "bench" / "calibration" / "tuning_h200.json")
+    gemm = str(ROOT / "bench" / "suite" / "gemm_bf16.kir")
+    assert cli.main(["optimize", gemm, "--sizes", "M=8192,N=8192,K=8192", "--calibration", tuning]) == 0
+    out = capsys.readouterr()
+    assert "measured binding(s) of this program structure" in out.err and "threads 256" in out.out
+    assert cli.main(["optimize", gemm, "--calibration", str(tmp_path / "nope.json")]) == 2
+    assert "--calibration: no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert cli.main(["optimize", gemm, "--calibration", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "bad.json:1:2: CalibrationError" in err and "not JSON" in err
+
+
 def test_check_main_job(tmp_path, capsys):
     d = tmp_path / "in"
     d.mkdir()
