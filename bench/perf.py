@@ -58,7 +58,7 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -411,7 +411,9 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
     with that error."""
     import intent_eqsat
     from intent_eqsat import ir, kir, pipeline
+    from intent_eqsat.extract.calibration import fingerprint
     from intent_eqsat.ir.core import Module
+    from intent_eqsat.rules import tiles as TILES
 
     gen = outdir / "gen"
     gen.mkdir(parents=True, exist_ok=True)
@@ -510,6 +512,11 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
         # --- the programs: the pick, the ranked candidates, the constructed program (calibration families)
         variants: list[tuple[str, int, object, object, object]] = [("pick", 0, ck.program, ck.predicted_cost,
                                                                      params)]
+        # each program's structure and tile binding: the run writes its times as tuning measurements
+        kres = raw.kernels.get(b.name) if raw is not None and hasattr(raw, "kernels") else None
+        tuning_keys: dict[str, tuple] = {}
+        if kres is not None and pick_error is None:
+            tuning_keys["pick"] = (kres.fingerprint, dict(kres.binding))
         if pick_error is not None:
             variants = [("constructed", -1, ck.program, None, None)]
         elif candidates and b.family in CALIBRATED_FAMILIES:
@@ -525,6 +532,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                     declared = {p.name for p in m.params}
                     vp = {n: v for n, v in (c.params or {}).items() if n in declared} or None
                     variants.append((f"cand{c.rank}", c.rank, m, float(c.cost), vp))
+                    tuning_keys[f"cand{c.rank}"] = (fingerprint(replace(c, params={}).decode()),
+                                                    {n: v for n, v in (c.params or {}).items() if n in TILES.NAMES})
                 except Exception as err:                    # noqa: BLE001 - a candidate that fails: recorded
                     variants.append((f"cand{c.rank}", c.rank, _error(err), float(c.cost), None))
             if ck.constructed is not None:
@@ -561,6 +570,10 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                 f.write_text(src)
                 e["module"] = str(f.relative_to(outdir))
                 e["abi"] = _abi(module, b.name)
+                if vname in tuning_keys:
+                    space = module.kernel(b.name).space
+                    e["tuning"] = {"structure": tuning_keys[vname][0], "binding": tuning_keys[vname][1],
+                                   "threads": space.threads, "stages": space.stages}
                 e["predicted"] = _predict(module.kernel(b.name), module.params, prov, cases)
         st = [f"{p['provider']}/{p['variant']}:{p['status']}" for p in programs if p["bench"] == b.name]
         print(f"[prepare] {b.name}: {entry['compile_seconds']}s, cost {ck.predicted_cost}, "
@@ -1307,6 +1320,30 @@ def assemble(man: dict, groups: list[dict], results: dict, mode: str, env: dict)
     return {"rows": rows, "calibration": calib, "summary": summary}
 
 
+def write_tuning(man: dict, rows: list[dict], path: Path, env: dict) -> Path:
+    """Every timed program that passed its check and whose manifest entry names its structure and tile binding,
+    as tuning measurements at its case's sizes (``compile(calibration=...)`` reads them: the harness's own runs
+    improve the next picks; SPEC PASS-6 tuning artifacts). An interpreter run times tiny shapes, not its cases:
+    it writes no measurements."""
+    from intent_eqsat.extract.calibration import Calibration, measurement
+    progs = {p["id"]: p for p in man["programs"]}
+    sizes = {(b["name"], c["label"]): c["sizes"] for b in man["benches"] for c in b["cases"]}
+    cal = Calibration()
+    for r in rows:
+        prog = progs.get(f"{r['bench']}.{r['provider']}.{r['variant']}", {})
+        key = prog.get("tuning")
+        if not key or r.get("ms") is None or r.get("check") != "pass" or r.get("status") not in ("ok", "slow"):
+            continue
+        cal.measurements.append(measurement(key["structure"], man.get("target") or "sm90",
+                                            sizes[(r["bench"], r["case"])], key["binding"], key["threads"],
+                                            key["stages"], r["ms"] * 1e-3, str(env.get("device", "")),
+                                            r["provider"]))
+    cal.save(path, device=env.get("device"), date=env.get("date"),
+             what="bench/perf.py run: do_bench median of every checked program per (structure, sizes, binding, "
+                  "threads, stages, provider)")
+    return path
+
+
 def _fmt_ms(x) -> str:
     if x is None:
         return "-"
@@ -1453,9 +1490,10 @@ def run(indir: Path, json_path: Path | None, mode: str, interpret: bool, provide
                                                "program's predicted cost (s, cost model at that shape) and measured "
                                                "time (ms); issue 7 item 3 (SPEC PASS-6 tuning data)",
                                        "records": doc["calibration"]}, indent=1, default=str))
+    tuning = write_tuning(man, [] if interpret else doc["rows"], calibration.with_name("tuning.json"), env)
     if doc.get("not_built"):
         print("not built: " + "; ".join(f"{n['id']}: {n['status']}" for n in doc["not_built"]), flush=True)
-    print(f"[run] wrote {json_path} and {calibration}", flush=True)
+    print(f"[run] wrote {json_path}, {calibration} and {tuning}", flush=True)
     print(table, flush=True)
     return doc
 

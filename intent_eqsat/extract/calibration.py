@@ -9,9 +9,10 @@ writes them; ``Calibration.load`` reads one or more files.
 
 How the optimizer uses them (:meth:`Calibration.rerank`): among the bindings of the extracted structure at the
 same target and sizes, a measured binding costs what it measured (its fastest launch; also a binding the model
-holds illegal: it compiled, ran and was checked), an unmeasured one its prediction times the median
-measured/predicted ratio of the measured ones (the model's known bias at this shape), so measured bindings are
-ranked by what they measured and the rest stay comparable.
+holds illegal: it compiled, ran and was checked), an unmeasured one its prediction times the largest
+measured/predicted ratio of the measured ones (the model's worst known miss at this shape: an unmeasured binding
+displaces a measured one only when even that miss leaves it faster), so measured bindings are ranked by what they
+measured and the rest stay comparable.
 The threads/stages of the fastest launch of the chosen binding are bound into the program instead of the model's.
 Nothing is keyed by kernel name; a structure or size with no measurement is ranked by the model alone.
 """
@@ -22,7 +23,6 @@ import json
 import math
 import os
 import re
-import statistics
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -63,11 +63,12 @@ class Measurement:
     stages: int | None
     seconds: float
     device: str = ""
+    provider: str = "triton"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"fingerprint": self.fingerprint, "target": self.target, "sizes": dict(self.sizes),
-                "binding": dict(self.binding), "threads": self.threads, "stages": self.stages,
-                "seconds": self.seconds, "device": self.device}
+        return {"fingerprint": self.fingerprint, "target": self.target, "provider": self.provider,
+                "sizes": dict(self.sizes), "binding": dict(self.binding), "threads": self.threads,
+                "stages": self.stages, "seconds": self.seconds, "device": self.device}
 
 
 def _key(d: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
@@ -75,9 +76,11 @@ def _key(d: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
 
 
 def measurement(kernel_structure: "Kernel | str", target: str, sizes: Mapping[str, int], binding: Mapping[str, int],
-                threads: int | None, stages: int | None, seconds: float, device: str = "") -> Measurement:
+                threads: int | None, stages: int | None, seconds: float, device: str = "",
+                provider: str = "triton") -> Measurement:
     fp = kernel_structure if isinstance(kernel_structure, str) else fingerprint(kernel_structure)
-    return Measurement(fp, str(target), _key(sizes), _key(binding), threads, stages, float(seconds), device)
+    return Measurement(fp, str(target), _key(sizes), _key(binding), threads, stages, float(seconds), device,
+                       provider)
 
 
 @dataclass
@@ -109,7 +112,7 @@ class Calibration:
                         str(m["fingerprint"]), str(m["target"]), _key(m["sizes"]), _key(m["binding"]),
                         None if m.get("threads") is None else int(m["threads"]),
                         None if m.get("stages") is None else int(m["stages"]), float(m["seconds"]),
-                        str(m.get("device", ""))))
+                        str(m.get("device", "")), str(m.get("provider", "triton"))))
                 except (KeyError, TypeError, ValueError) as err:
                     raise CalibrationError(f"measurement {i}: {type(err).__name__}: {err}", str(path)) from None
             out.sources.append(str(path))
@@ -129,12 +132,17 @@ class Calibration:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    def lookup(self, fp: str, target: str, sizes: Mapping[str, int]) -> dict[tuple, Measurement]:
-        """Binding -> its fastest measured launch, for one structure on one target at exactly ``sizes`` (the
-        problem symbols a measurement names; tile parameters are not sizes)."""
+    def lookup(self, fp: str, target: str, sizes: Mapping[str, int],
+               provider: str | None = None) -> dict[tuple, Measurement]:
+        """Binding -> its fastest measured launch, for one structure on one target and provider (None: the
+        provider-neutral program, launched as Triton launches it: the provider whose launch options the bound
+        resources are) at exactly ``sizes`` (the problem symbols a measurement names)."""
         best: dict[tuple, Measurement] = {}
+        provider = provider or "triton"
         for m in self.measurements:
-            if m.fingerprint != fp or m.target != target or not math.isfinite(m.seconds) or m.seconds <= 0:
+            if m.fingerprint != fp or m.target != target or m.provider != provider:
+                continue
+            if not math.isfinite(m.seconds) or m.seconds <= 0:
                 continue
             if any(sizes.get(k) != v for k, v in m.sizes):
                 continue
@@ -144,17 +152,17 @@ class Calibration:
         return best
 
     def rerank(self, fp: str, target: str, sizes: Mapping[str, int],
-               ranked: Iterable[tuple[float, dict[str, int]]]) -> tuple[list[tuple[float, dict[str, int]]],
-                                                                         dict[tuple, Measurement]]:
+               ranked: Iterable[tuple[float, dict[str, int]]], provider: str | None = None
+               ) -> tuple[list[tuple[float, dict[str, int]]], dict[tuple, Measurement]]:
         """``ranked`` (model cost, binding) re-costed by the measurements (see the module docstring), cheapest
         first; also the measurements used (binding key -> fastest launch)."""
         ranked = list(ranked)
-        found = self.lookup(fp, target, sizes)
+        found = self.lookup(fp, target, sizes, provider)
         used = {_key(b): found[_key(b)] for _, b in ranked if _key(b) in found}
         ratios = [found[_key(b)].seconds / c for c, b in ranked if _key(b) in found and math.isfinite(c) and c > 0]
         if not used:
             return ranked, {}
-        bias = statistics.median(ratios) if ratios else 1.0
+        bias = max(ratios) if ratios else 1.0
         # a measured binding costs what it measured (also one the model holds illegal: it ran, it was checked)
         out = [(used[_key(b)].seconds if _key(b) in used else c * bias, b) for c, b in ranked]
         order = {id(b): i for i, (_, b) in enumerate(ranked)}

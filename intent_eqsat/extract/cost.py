@@ -14,6 +14,8 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                    FMA/ALU flops (2 per lane-op, f32 and f64 pipes), special-function ops, load steps
     loops:         body x trip count (trip = ceil((ub - lb) / step) from the LaunchExpr bounds at ``sizes``)
     footprint:     warps = clamp(pow2(ceil(max fragment elements / (warp_size * elems_per_thread))), 1, max_warps)
+                   (contract_elems_per_thread and at least the target's matrix_unit_warps in a program that
+                   accumulates a tensor-core contract)
                    registers/thread = ceil(peak register words / threads) + base_registers  (rounded up)
                    shared memory = pipeline_stages * (lhs + rhs bytes) of every tensor-core contract
                                    + program/iteration-scope buffers
@@ -111,6 +113,9 @@ class CostParams:
 
     default_size: int = 1024                  # unknown shape symbol / trip count bound
     elems_per_thread: int = 32                # fragment elements per thread when choosing warps
+    #: the same for a program with a tensor-core contract (H200 sweep 2026-11-30: a 64x128 accumulator ran
+    #: 13% faster with 4 warps than with 8, a 128x256 one needs 8)
+    contract_elems_per_thread: int = 64
     max_warps: int = 8                        # most warps of one program (bound into space.threads)
     base_registers: int = 32                  # addresses, indices, loop state per thread
     register_granularity: int = 8             # registers are allocated in multiples of this per thread
@@ -1121,7 +1126,13 @@ class CostModel:
         elems = max(g.elems for g in groups)
         peak = max(g.peak for g in groups)
         smem = int(max(g.smem for g in groups))
-        warps = min(self.max_warps, _next_pow2(elems / (self.warp * cp.elems_per_thread)) if elems else 1)
+        # a program that accumulates a tensor-core contract holds its accumulator at more members per thread,
+        # and at least the warps that issue one matrix instruction together (a Hopper warpgroup)
+        mma = any(g.work.v[TFLOPS] > 0 for g in groups)
+        ept = cp.contract_elems_per_thread if mma else cp.elems_per_thread
+        warps = min(self.max_warps, _next_pow2(elems / (self.warp * ept)) if elems else 1)
+        if mma:
+            warps = min(self.max_warps, max(warps, int(getattr(t, "matrix_unit_warps", 1) or 1)))
         threads = warps * self.warp
         regs = int(math.ceil(peak / threads)) + cp.base_registers
         regs = _ceil_div(regs, cp.register_granularity) * cp.register_granularity

@@ -101,6 +101,7 @@ class Target:
     contract_forms: tuple[ContractForm, ...] = ()
     contract_precisions: frozenset[str] = frozenset(("ieee",))
     matrix_unit: str = ""                       # descriptive only: mma_sync | wgmma | tcgen05 | mfma
+    matrix_unit_warps: int = 1                  # warps that issue one matrix instruction together (wgmma: 4)
     # -- atomics --------------------------------------------------------------------------------------------
     atomics: tuple[AtomicSupport, ...] = ()
     atomic_scopes: frozenset[str] = frozenset(SCOPES)
@@ -207,7 +208,7 @@ SM90 = Target(
     smem_per_sm=228 * KiB, smem_per_block=227 * KiB, l2_bytes=50 * MiB,
     contract_forms=_forms(f16=("f16", "f32"), bf16=_F32ACC, f32=_F32ACC, f8e4m3=("f16", "f32"),
                           f8e5m2=("f16", "f32"), i8=("i32",), u8=("i32",), f64=("f64",)),
-    contract_precisions=frozenset(("ieee", "tf32")), matrix_unit="wgmma",
+    contract_precisions=frozenset(("ieee", "tf32")), matrix_unit="wgmma", matrix_unit_warps=4,
     atomics=_NV_ATOMICS_SM90,
     # cuTile reaches Hopper with tileiras 13.3 (DESIGN.md).
     providers=frozenset(("triton", "cutile")), triton_backend="cuda", triton_arch=90, cutile_arch="sm_90",

@@ -152,6 +152,8 @@ class KernelResult:
     binding: dict[str, int] = field(default_factory=dict)
     #: remat/materialize decisions in the extracted program, with the modelled cost of the other form
     decisions: list[Decision] = field(default_factory=list)
+    #: the extracted program's structure before its tile parameters are bound (tuning files key by it)
+    fingerprint: str = ""
 
 
 @dataclass(eq=False)
@@ -336,7 +338,8 @@ def _calibrated(cost: Any, target: str, decoded: Kernel, ranked: list) -> tuple[
         return ranked, None, None
     from intent_eqsat.extract.calibration import binding_key, fingerprint
     fp = fingerprint(decoded)
-    reranked, used = calibration.rerank(fp, target, dict(getattr(cost, "sizes", {}) or {}), ranked)
+    reranked, used = calibration.rerank(fp, target, dict(getattr(cost, "sizes", {}) or {}), ranked,
+                                        getattr(cost, "provider", None))
     if not used:
         return ranked, None, None
     best = used.get(binding_key(reranked[0][1]))
@@ -422,6 +425,8 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     ranked = TILES.choose(decoded, TILES.binding_domains(doms, tgt, getattr(cost, "sizes", None)),
                           lambda b: cost_at(decoded, b), min_lanes=int(getattr(tgt, "warp_size", 32) or 32),
                           keep=1 << 30 if calibrated else 8)
+    from intent_eqsat.extract.calibration import fingerprint
+    res.fingerprint = fingerprint(decoded)
     ranked, measured, remark = _calibrated(cost, target, decoded, ranked)
     ranked = ranked[:8]
     if remark:

@@ -137,6 +137,7 @@ def test_prepare_and_interpret_run_end_to_end(prepared, tmp_path, capsys):
         assert p["status"] == "ready", p
         assert (out / p["module"]).is_file()
         assert p["predicted"]["32768x8192"]["total"] > 0
+        assert len(p["tuning"]["structure"]) == 24 and p["tuning"]["threads"] % 32 == 0   # for tuning files
     doc = perf.run(out, tmp_path / "perf.json", "default", True, ["triton", "cutile"], [], budget=300,
                    cap_ms=50.0, hard_cap_s=60.0, item_timeout=120.0, calibration=tmp_path / "calib.json",
                    warmup=1, rep=1, parallel=2)
@@ -197,6 +198,29 @@ def test_calibration_records_from_results():
     assert pick["anchors"][0]["ratio"] == pytest.approx(0.25) and pick["tflops"] == pytest.approx(1024 / 4e-3 / 1e12)
     assert doc["summary"]["gemm / triton vs cuBLAS matmul"]["geomean_ratio"] == pytest.approx(0.25)
     assert "spearman ranked +0.50" in perf.format_table({"environment": {}, "mode": "default", **doc})
+
+
+def test_timed_programs_become_tuning_measurements(tmp_path):
+    """Every checked, timed program whose manifest entry names its structure and binding is a tuning measurement
+    at its case's sizes (what compile(calibration=...) reads); unchecked or untimed ones are not."""
+    from intent_eqsat.extract.calibration import Calibration
+    key = {"structure": "abc", "binding": {"TILE_B0": 128}, "threads": 256, "stages": 3}
+    man = {"target": "sm90", "benches": [{"name": "g", "cases": [{"label": "c", "sizes": {"M": 8, "N": 4}}]}],
+           "programs": [{"id": f"g.triton.{v}", "tuning": dict(key, binding={"TILE_B0": b})}
+                        for v, b in (("pick", 128), ("cand1", 64), ("cand2", 32))]}
+    rows = [{"bench": "g", "case": "c", "provider": "triton", "variant": "pick", "status": "ok", "check": "pass",
+             "ms": 2.0},
+            {"bench": "g", "case": "c", "provider": "triton", "variant": "cand1", "status": "ok", "check": "fail",
+             "ms": 1.0},
+            {"bench": "g", "case": "c", "provider": "triton", "variant": "cand2", "status": "error",
+             "check": "pass", "ms": None},
+            {"bench": "g", "case": "c", "provider": "triton", "variant": "constructed", "status": "ok",
+             "check": "pass", "ms": 9.0}]
+    path = perf.write_tuning(man, rows, tmp_path / "tuning.json", {"device": "dev", "date": "d"})
+    (m,) = Calibration.load(path).measurements
+    assert (m.fingerprint, dict(m.sizes), dict(m.binding), m.threads, m.stages, m.provider) == \
+        ("abc", {"M": 8, "N": 4}, {"TILE_B0": 128}, 256, 3, "triton")
+    assert m.seconds == pytest.approx(2e-3) and m.device == "dev"
 
 
 def test_probe_ladder_decides_bench_once_or_over_cap(prepared, interpret_mode, monkeypatch):

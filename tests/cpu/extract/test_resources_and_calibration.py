@@ -122,14 +122,22 @@ def test_a_measured_binding_overrides_the_models_ranking_at_the_measured_sizes(t
     assert "tl.arange(0, 64)" in ck.source and _launch_options(ck.source)["num_warps"] == 4
 
 
-def test_unmeasured_bindings_are_scaled_by_the_measured_bias():
+def test_unmeasured_bindings_are_scaled_by_the_worst_measured_miss():
     cal = Calibration([measurement("fp", "sm90", {"M": 1}, {"TILE_B0": 1}, None, None, 3.0)])
     ranked = [(1.0, {"TILE_B0": 1}), (1.2, {"TILE_B0": 2}), (5.0, {"TILE_B0": 4})]
     out, used = cal.rerank("fp", "sm90", {"M": 1}, ranked)
-    # measured 3x its prediction; the others x3 (the median bias): the order is kept, the costs are rescaled
+    # measured 3x its prediction; the others x3: the order is kept, the costs are rescaled
     assert [b["TILE_B0"] for _, b in out] == [1, 2, 4]
     assert [round(c, 6) for c, _ in out] == [3.0, 3.6, 15.0]
     assert len(used) == 1
+    # two measurements, missed by 1.5x and 3x: an unmeasured binding is assumed missed by 3x (it must beat the
+    # measured ones by that much to be picked); a binding the model holds illegal costs what it measured
+    cal.measurements += [measurement("fp", "sm90", {"M": 1}, {"TILE_B0": 4}, None, None, 7.5),
+                         measurement("fp", "sm90", {"M": 1}, {"TILE_B0": 8}, None, None, 2.0)]
+    ranked.append((float("inf"), {"TILE_B0": 8}))
+    out, used = cal.rerank("fp", "sm90", {"M": 1}, ranked)
+    assert [(b["TILE_B0"], round(c, 6)) for c, b in out] == [(8, 2.0), (1, 3.0), (2, 3.6), (4, 7.5)]
+    assert len(used) == 3
     assert cal.rerank("fp", "sm80", {"M": 1}, ranked)[1] == {}          # another target: not used
     assert cal.rerank("other", "sm90", {"M": 1}, ranked)[1] == {}       # another structure: not used
 
