@@ -1325,6 +1325,8 @@ def write_tuning(man: dict, rows: list[dict], path: Path, env: dict) -> Path:
     as tuning measurements at its case's sizes (``compile(calibration=...)`` reads them: the harness's own runs
     improve the next picks; SPEC PASS-6 tuning artifacts). An interpreter run times tiny shapes, not its cases:
     it writes no measurements."""
+    if str(ROOT) not in sys.path:                     # the device machine runs this file without installing us
+        sys.path.insert(0, str(ROOT))
     from intent_eqsat.extract.calibration import Calibration, measurement
     progs = {p["id"]: p for p in man["programs"]}
     sizes = {(b["name"], c["label"]): c["sizes"] for b in man["benches"] for c in b["cases"]}
