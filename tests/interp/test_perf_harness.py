@@ -168,7 +168,7 @@ def test_calibration_records_from_results():
     case = {"label": "c", "sizes": {"M": 8, "N": 8, "K": 8}, "modes": ["default"], "scalars": {}, "flops": 1024,
             "bytes": 384}
     bench = {"name": "g", "family": "gemm", "op": "gemm", "causal": False, "cases": [case], "checks": [{}],
-             "params": [], "outputs": ["C"], "probe": {}}
+             "params": [], "outputs": ["C"], "probe": {}, "compile_sizes": {"M": 8, "N": 8, "K": 8}}
     pred = {"pick": 1.0, "cand1": 2.0, "cand2": 3.0, "constructed": 9.0}
     progs = [{"id": f"g.triton.{v}", "bench": "g", "provider": "triton", "variant": v, "status": "ready",
               "optimizer_cost": c, "predicted": {"c": {"total": c, "terms": {}}}} for v, c in pred.items()]
@@ -197,6 +197,9 @@ def test_calibration_records_from_results():
     pick = doc["rows"][0]
     assert pick["anchors"][0]["ratio"] == pytest.approx(0.25) and pick["tflops"] == pytest.approx(1024 / 4e-3 / 1e12)
     assert doc["summary"]["gemm / triton vs cuBLAS matmul"]["geomean_ratio"] == pytest.approx(0.25)
+    # compiled for its shape: also summarized alone (the size-agnostic rows are the model at its default problem)
+    assert doc["summary"]["gemm compiled for its shape / triton vs cuBLAS matmul"]["geomean_ratio"] == \
+        pytest.approx(0.25)
     assert "spearman ranked +0.50" in perf.format_table({"environment": {}, "mode": "default", **doc})
 
 

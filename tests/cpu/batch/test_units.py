@@ -73,6 +73,22 @@ def test_cache_key_covers_what_the_output_depends_on_and_not_the_path(monkeypatc
     assert cache.tool_version() == f"0.1.0+src.{cache.source_fingerprint()[:16]}"
 
 
+def test_cache_key_covers_the_tuning_files_contents(tmp_path):
+    """--calibration: the tuning files' bytes are part of the key when the optimizer runs (a new measurement may
+    change the pick); not their paths, and not at all without the optimizer."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text('{"format": "intent-eqsat-tuning/1", "measurements": []}')
+    b.write_text(a.read_text())
+    base = cache.job_key(_job(), "none")
+    with_a = cache.job_key(_job(calibration=[str(a)]), "none")
+    assert with_a != base
+    assert cache.job_key(_job(calibration=[str(b)]), "none") == with_a            # same contents, other path
+    b.write_text('{"format": "intent-eqsat-tuning/1", "measurements": [ ]}')
+    assert cache.job_key(_job(calibration=[str(b)]), "none") != with_a
+    off = cache.job_key(_job(optimize=False), "none")
+    assert cache.job_key(_job(optimize=False, calibration=[str(a)]), "none") == off
+
+
 def test_cache_stores_deterministic_results_and_relocates_errors(tmp_path):
     c = cache.Cache(tmp_path)
     err = {"status": "error", "phases": {}, "error": {"kind": "ParseError", "stage": "load",
