@@ -11,8 +11,9 @@ size environment, so nothing is rebuilt), and :func:`bind` writes the best bindi
 The other bindings, ranked, are the optimizer's parameter candidates (the provider's Config set).
 
 Domains come from the target: ownership tiles are the tile candidates at least as wide as the target's warp (a
-narrower tile leaves lanes idle on every target); the contraction tile is a candidate in [16, 64] (a matrix unit
-needs K >= 16; larger K tiles only cost shared memory); a reduction-loop tile is an ownership candidate (its
+narrower tile leaves lanes idle on every target); the contraction tile is a candidate in [16, 128] (a matrix unit
+needs K >= 16; larger K tiles cost shared memory and pay on skinny problems: 64x4096x4096 ran 1.3x faster with
+K tiles of 128 than 64 on the H200, bench/results/h200_sweep_2026-11-30); a reduction-loop tile is an ownership candidate (its
 members are lanes of one fragment).
 """
 from __future__ import annotations
