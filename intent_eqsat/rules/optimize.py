@@ -330,14 +330,13 @@ def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:
     return bind
 
 
-def _calibrated(cost: Any, target: str, decoded: Kernel, ranked: list) -> tuple[list, Any, str | None]:
-    """The tile bindings re-ranked by the cost's calibration (measured times of this structure at these sizes),
+def _calibrated(cost: Any, target: str, decoded: Kernel, fp: str, ranked: list) -> tuple[list, Any, str | None]:
+    """The tile bindings re-ranked by the cost's calibration (measured times of structure ``fp`` at these sizes),
     the measurement of the chosen binding (its launch resources are bound) and a remark saying what was used."""
     calibration = getattr(cost, "calibration", None)
     if calibration is None:
         return ranked, None, None
-    from intent_eqsat.extract.calibration import binding_key, fingerprint
-    fp = fingerprint(decoded)
+    from intent_eqsat.extract.calibration import binding_key
     reranked, used = calibration.rerank(fp, target, dict(getattr(cost, "sizes", {}) or {}), ranked,
                                         getattr(cost, "provider", None))
     if not used:
@@ -427,7 +426,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
                           keep=1 << 30 if calibrated else 8)
     from intent_eqsat.extract.calibration import fingerprint
     res.fingerprint = fingerprint(decoded)
-    ranked, measured, remark = _calibrated(cost, target, decoded, ranked)
+    ranked, measured, remark = _calibrated(cost, target, decoded, res.fingerprint, ranked)
     ranked = ranked[:8]
     if remark:
         res.remarks.append(remark)
