@@ -14,8 +14,9 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                    FMA/ALU flops (2 per lane-op, f32 and f64 pipes), special-function ops, load steps
     loops:         body x trip count (trip = ceil((ub - lb) / step) from the LaunchExpr bounds at ``sizes``)
     footprint:     warps = clamp(pow2(ceil(max fragment elements / (warp_size * elems_per_thread))), 1, max_warps)
-                   (contract_elems_per_thread and at least the target's matrix_unit_warps in a program that
-                   accumulates a tensor-core contract)
+                   (in a program that accumulates a tensor-core contract: its largest accumulator over
+                   contract_elems_per_thread, at least the target's matrix_unit_warps; the operand tiles are
+                   staged through shared memory)
                    registers/thread = ceil(peak register words / threads) + base_registers  (rounded up)
                    shared memory = pipeline_stages * (lhs + rhs bytes) of every tensor-core contract
                                    + program/iteration-scope buffers
@@ -113,8 +114,8 @@ class CostParams:
 
     default_size: int = 1024                  # unknown shape symbol / trip count bound
     elems_per_thread: int = 32                # fragment elements per thread when choosing warps
-    #: the same for a program with a tensor-core contract (H200 sweep 2026-11-30: a 64x128 accumulator ran
-    #: 13% faster with 4 warps than with 8, a 128x256 one needs 8)
+    #: accumulator members per thread in a program with a tensor-core contract (H200 sweep 2026-11-30: a 64x128
+    #: accumulator ran 11-13% faster with 4 warps than with 8, with K tiles of 64 and of 128; a 128x256 one needs 8)
     contract_elems_per_thread: int = 64
     max_warps: int = 8                        # most warps of one program (bound into space.threads)
     base_registers: int = 32                  # addresses, indices, loop state per thread
@@ -255,9 +256,9 @@ class Entry:
 class Group:
     """One execution group: its program count and segment, per-program work and footprint."""
 
-    __slots__ = ("programs", "extents", "order", "group_size", "work", "proxy", "peak", "elems", "smem")
+    __slots__ = ("programs", "extents", "order", "group_size", "work", "proxy", "peak", "elems", "smem", "acc")
 
-    def __init__(self, programs, extents, order, group_size, work, proxy, peak, elems, smem):
+    def __init__(self, programs, extents, order, group_size, work, proxy, peak, elems, smem, acc=0):
         self.programs = programs
         self.extents = extents
         self.order = order
@@ -267,16 +268,17 @@ class Group:
         self.peak = peak
         self.elems = elems
         self.smem = smem
+        self.acc = acc                    # largest tensor-core accumulator (elements)
 
 
 class Summary:
     """What the model knows about the chosen term below one node."""
 
     __slots__ = ("pending", "groups", "mask", "cmask", "peak", "elems", "smem", "extra", "body", "body_proxy",
-                 "regions", "cost", "breakdown")
+                 "regions", "cost", "breakdown", "acc")
 
     def __init__(self, pending=None, groups=None, mask=0, cmask=0, peak=0.0, elems=0, smem=None, extra=0.0,
-                 body=ZERO, body_proxy=0.0, regions=(), breakdown=None):
+                 body=ZERO, body_proxy=0.0, regions=(), breakdown=None, acc=0):
         self.pending: dict = pending if pending is not None else {}
         self.groups: dict = groups if groups is not None else {}
         self.mask = mask                  # bit d: reads an argument of a region at depth d
@@ -289,6 +291,8 @@ class Summary:
         self.body_proxy = body_proxy
         self.regions = regions            # Regions list: region summaries in order
         self.breakdown = breakdown        # Kernel
+        self.acc = acc                    # largest tensor-core accumulator (elements; its operands are staged
+                                          # through shared memory, so it alone sizes a contract program's warps)
         self.cost = (sum(e.proxy for e in self.pending.values()) + sum(g.proxy for g in self.groups.values())
                      + extra)
 
@@ -311,7 +315,7 @@ def merge(a: Summary, b: Summary) -> Summary:
         return b
     return Summary(_union(a.pending, b.pending), _union(a.groups, b.groups), a.mask | b.mask, a.cmask | b.cmask,
                    max(a.peak, b.peak), max(a.elems, b.elems), _union(a.smem, b.smem), a.extra + b.extra,
-                   regions=a.regions + b.regions)
+                   regions=a.regions + b.regions, acc=max(a.acc, b.acc))
 
 
 # --------------------------------------------------------------------------------------------------- helpers
@@ -989,7 +993,7 @@ class CostModel:
             out = merge(kids[0], kids[1])
             if out is kids[0] or out is kids[1]:
                 out = Summary(out.pending, out.groups, out.mask, out.cmask, out.peak, out.elems, out.smem,
-                              out.extra)
+                              out.extra, acc=out.acc)
             out.regions = (kids[0],) + kids[1].regions
             return out
         if op in ("Res", "SRes"):
@@ -1022,7 +1026,8 @@ class CostModel:
             body = body + step
             body_proxy += self.proxy(step)
         return Summary(escaped, inner.groups, inner.mask & ((1 << depth) - 1) if depth > 0 else 0, inner.cmask,
-                       inner.peak, inner.elems, inner.smem, extra=body_proxy, body=body, body_proxy=body_proxy)
+                       inner.peak, inner.elems, inner.smem, extra=body_proxy, body=body, body_proxy=body_proxy,
+                       acc=inner.acc)
 
     def _op_summary(self, nid: str, node: dict, kids: list[Summary]) -> Summary | None:
         st = self._static(nid)
@@ -1036,6 +1041,9 @@ class CostModel:
         work = st.work
         peak = max(base.peak, st.peak)
         elems = max(base.elems, st.elems)
+        acc = base.acc
+        if name in ("contract", "scaled_contract") and work.v[TFLOPS] > 0 and st.results:
+            acc = max(acc, st.results[0].elems)
         smem = base.smem
         if st.smem:
             smem = dict(smem)
@@ -1048,7 +1056,7 @@ class CostModel:
             info = self._group_info.get(nid) or _GroupInfo(1, (1,), "row_major", None)
             r = regs[0] if regs else EMPTY
             g = Group(info.programs, info.extents, info.order, info.group_size, r.body, info.programs * r.body_proxy,
-                      r.peak, r.elems, sum(r.smem.values()))
+                      r.peak, r.elems, sum(r.smem.values()), r.acc)
             groups = dict(base.groups)
             groups[nid] = g
             return Summary(dict(base.pending), groups, base.mask, 0, 0.0, 0, {}, 0.0)
@@ -1082,7 +1090,7 @@ class CostModel:
         entry = Entry(fdepth, homes, work, proxy, bool(st.work.reads))
         pending = dict(base.pending)
         pending[nid] = entry
-        return Summary(pending, base.groups, base.mask, base.cmask, peak, elems, smem, 0.0)
+        return Summary(pending, base.groups, base.mask, base.cmask, peak, elems, smem, 0.0, acc=acc)
 
     def _kernel(self, nid: str, kids: list[Summary]) -> Summary:
         launch = self._eval_le_class(self._child_class(nid, 2))
@@ -1108,7 +1116,7 @@ class CostModel:
         if order == "grouped":
             work = work + self._alu(self._lanes(1) * (2 * _INT_DIV_ALU + 3), "i32")
         proxy = g.proxy / g.programs * programs if g.programs else g.proxy
-        return Group(programs, ext, order, gsz, work, proxy, g.peak, g.elems, g.smem)
+        return Group(programs, ext, order, gsz, work, proxy, g.peak, g.elems, g.smem, g.acc)
 
     # -------------------------------------------------------------------------------------- the kernel
     def finish(self, groups: list[Group], launch: float | None = None) -> CostBreakdown:
@@ -1126,11 +1134,14 @@ class CostModel:
         elems = max(g.elems for g in groups)
         peak = max(g.peak for g in groups)
         smem = int(max(g.smem for g in groups))
-        # a program that accumulates a tensor-core contract holds its accumulator at more members per thread,
-        # and at least the warps that issue one matrix instruction together (a Hopper warpgroup)
+        # a program that accumulates a tensor-core contract holds its accumulator at more members per thread
+        # (sized by the accumulator alone), and at least the warps that issue one matrix instruction together
         mma = any(g.work.v[TFLOPS] > 0 for g in groups)
-        ept = cp.contract_elems_per_thread if mma else cp.elems_per_thread
-        warps = min(self.max_warps, _next_pow2(elems / (self.warp * ept)) if elems else 1)
+        acc = max(g.acc for g in groups)
+        if mma and acc:          # its operand tiles are staged through shared memory: the accumulator sizes it
+            warps = min(self.max_warps, _next_pow2(acc / (self.warp * cp.contract_elems_per_thread)))
+        else:
+            warps = min(self.max_warps, _next_pow2(elems / (self.warp * cp.elems_per_thread)) if elems else 1)
         if mma:
             warps = min(self.max_warps, max(warps, int(getattr(t, "matrix_unit_warps", 1) or 1)))
         threads = warps * self.warp
