@@ -345,7 +345,7 @@ def _calibrated(cost: Any, target: str, decoded: Kernel, fp: str, ranked: list) 
     remark = (f"kernel {decoded.name}: tile binding ranked with {len(used)} measured binding(s) of this program "
               f"structure ({fp}) at these sizes; pick {reranked[0][1]}"
               + (f" measured {best.seconds * 1e3:.4g} ms with {best.threads} threads, {best.stages} stages"
-                 if best is not None else " (not measured: model cost x the measured bias)"))
+                 if best is not None else " (not measured: model cost x the worst measured miss)"))
     return reranked, best, remark
 
 
