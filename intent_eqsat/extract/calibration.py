@@ -14,7 +14,8 @@ measured/predicted ratio of the measured ones (the model's worst known miss at t
 displaces a measured one only when even that miss leaves it faster), so measured bindings are ranked by what they
 measured and the rest stay comparable.
 The threads/stages of the fastest launch of the chosen binding are bound into the program instead of the model's.
-Nothing is keyed by kernel name; a structure or size with no measurement is ranked by the model alone.
+Nothing is keyed by kernel name; a structure or size with no measurement is ranked by the model alone (with a
+remark: measurements of a program whose structure a rule change altered stop matching, and that should show).
 """
 from __future__ import annotations
 

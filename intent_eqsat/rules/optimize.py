@@ -339,8 +339,9 @@ def _calibrated(cost: Any, target: str, decoded: Kernel, fp: str, ranked: list) 
     from intent_eqsat.extract.calibration import binding_key
     reranked, used = calibration.rerank(fp, target, dict(getattr(cost, "sizes", {}) or {}), ranked,
                                         getattr(cost, "provider", None))
-    if not used:
-        return ranked, None, None
+    if not used:                 # said, so a stale tuning file (a changed program structure) does not go unnoticed
+        return ranked, None, (f"kernel {decoded.name}: the tuning files hold no measurement of this program "
+                              f"structure ({fp}) at these sizes; the model alone ranks the tile bindings")
     best = used.get(binding_key(reranked[0][1]))
     remark = (f"kernel {decoded.name}: tile binding ranked with {len(used)} measured binding(s) of this program "
               f"structure ({fp}) at these sizes; pick {reranked[0][1]}"
