@@ -22,9 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -89,7 +87,6 @@ class Calibration:
     """Measurements by (fingerprint, target, sizes)."""
 
     measurements: list[Measurement] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, paths: "str | Path | Sequence[str | Path]") -> "Calibration":
@@ -116,22 +113,13 @@ class Calibration:
                         str(m.get("device", "")), str(m.get("provider", "triton"))))
                 except (KeyError, TypeError, ValueError) as err:
                     raise CalibrationError(f"measurement {i}: {type(err).__name__}: {err}", str(path)) from None
-            out.sources.append(str(path))
         return out
 
     def save(self, path: "str | Path", **about: Any) -> None:
         """Write the measurements as one tuning file (whole file replaced atomically)."""
+        from intent_eqsat.batch.atomic import write_atomic
         doc = {"format": FORMAT, **about, "measurements": [m.as_dict() for m in self.measurements]}
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(json.dumps(doc, indent=1) + "\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, json.dumps(doc, indent=1) + "\n", skip_same=False)
 
     def lookup(self, fp: str, target: str, sizes: Mapping[str, int],
                provider: str | None = None) -> dict[tuple, Measurement]:

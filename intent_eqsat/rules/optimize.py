@@ -304,12 +304,19 @@ def _extraction_cost(cost: Any, tile_defaults: dict[str, int]) -> Any:
     return cost
 
 
+def _model_of(cost: Any, target: str) -> tuple[Any, dict, dict]:
+    """(target, sizes, estimate keywords) of the roofline model behind ``cost`` (a custom cost: this target, no
+    sizes, the default parameters): binding and resources are judged by the model the extractor used."""
+    from intent_eqsat.extract.cost import RooflineCost
+    if isinstance(cost, RooflineCost):
+        return cost.target, dict(cost.sizes or {}), {"provider": cost.provider, "cost_params": cost.cost_params}
+    return target, {}, {}
+
+
 def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Callable[[Kernel, dict], float]:
     """Cost of a decoded kernel at one tile binding (the same roofline model as the extractor's)."""
-    from intent_eqsat.extract.cost import RooflineCost, estimate
-    sizes = dict(getattr(cost, "sizes", {}) or {}) if isinstance(cost, RooflineCost) else {}
-    kw = {"provider": cost.provider, "cost_params": cost.cost_params} if isinstance(cost, RooflineCost) else {}
-    tgt = cost.target if isinstance(cost, RooflineCost) else target
+    from intent_eqsat.extract.cost import estimate
+    tgt, sizes, kw = _model_of(cost, target)
 
     def of(kernel: Kernel, binding: dict) -> float:
         return float(estimate(kernel, tgt, {**tile_defaults, **sizes, **binding}, **kw).total)
@@ -319,11 +326,8 @@ def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Call
 def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:
     """Writes a bound kernel's threads/stages from the same roofline model at the same sizes (the program is
     launched as it was costed; ``intent_eqsat.extract.resources``)."""
-    from intent_eqsat.extract.cost import RooflineCost
     from intent_eqsat.extract.resources import bind_resources
-    sizes = dict(getattr(cost, "sizes", {}) or {}) if isinstance(cost, RooflineCost) else {}
-    kw = {"provider": cost.provider, "cost_params": cost.cost_params} if isinstance(cost, RooflineCost) else {}
-    tgt = cost.target if isinstance(cost, RooflineCost) else target
+    tgt, sizes, kw = _model_of(cost, target)
 
     def bind(kernel: Kernel) -> Kernel:
         return bind_resources(kernel, tgt, sizes, **kw)

@@ -197,9 +197,17 @@ def test_bad_tuning_files_name_the_file_and_what_is_wrong(tmp_path):
         intent_eqsat.compile(GEMM, sizes=BIG, calibration=str(bad))
 
 
-def test_the_committed_h200_tuning_file_loads_and_names_measured_structures():
+def test_the_committed_h200_tuning_file_still_names_the_programs_this_compiler_extracts():
+    """A rule or decoder change that alters a program's structure makes its measurements stale: the suite's GEMM at
+    8192^3 must still be a measured structure, and its measured best binding the pick."""
     cal = Calibration.load(ROOT / "bench" / "calibration" / "tuning_h200.json")
     assert len(cal.measurements) >= 100
     # threads None: a program the model rejected ran with the provider's default launch
     assert all(m.seconds > 0 and m.target == "sm90" and (m.threads is None or m.threads % 32 == 0)
                for m in cal.measurements)
+    kr = _optimized(GEMM, BIG, cal).kernels["gemm_bf16"]
+    assert kr.fingerprint in {m.fingerprint for m in cal.measurements}
+    best = min((m for m in cal.measurements if m.fingerprint == kr.fingerprint and dict(m.sizes) == BIG),
+               key=lambda m: m.seconds)
+    assert kr.binding == dict(best.binding)
+    assert (kr.kernel.space.threads, kr.kernel.space.stages) == (best.threads, best.stages)
