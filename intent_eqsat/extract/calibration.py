@@ -47,7 +47,8 @@ def fingerprint(kernel: "Kernel") -> str:
     """A stable hash of a kernel's program structure: its text without the kernel's name and origin, the ops'
     provenance (KIR statement ids name the kernel) and the bound resources."""
     from intent_eqsat.ir.printer import format_kernel
-    anon = replace(kernel, name="k", origin="k", space=replace(kernel.space, threads=None, stages=None))
+    space = replace(kernel.space, threads=None, stages=None, index_bits=None)
+    anon = replace(kernel, name="k", origin="k", space=space)
     text = _ORIGIN_ATTR.sub(lambda m: ", " if m.group(1) and m.group(2) else "", "\n".join(format_kernel(anon, 0)))
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

@@ -15,6 +15,8 @@ from intent_eqsat.ir.types import ScalarType, Type, ViewType
 NUMERICS = ("source", "relaxed_normalization")
 ACCESS_MODES = ("read", "write", "readwrite")
 ORDERS = ("row_major", "grouped")
+#: widths a program space may bind for its index arithmetic
+INDEX_BITS = (32, 64)
 
 
 @dataclass(frozen=True)
@@ -113,12 +115,17 @@ class ProgramSpace:
     are the program's physical resources, bound by the optimizer from the cost model's footprint (SPEC PASS-6,
     TGT-7: physical parameters bound before serialization); None leaves them to the provider's default. A
     provider maps them onto its launch options (Triton: ``num_warps = threads / warp size``, ``num_stages``) or
-    ignores what its compiler chooses itself (cuTile)."""
+    ignores what its compiler chooses itself (cuTile).
+
+    ``index_bits`` 32 permits the program's ``index`` arithmetic in 32-bit integers at every launch where the
+    magnitude bounds of :mod:`intent_eqsat.ir.index_bounds` prove it exact (the launch falls back to 64 bits
+    otherwise); None or 64: 64-bit index arithmetic. Bound by the optimizer with the other resources."""
 
     segments: tuple[Segment, ...]
     launch: LaunchExpr | None = None
     threads: int | None = None
     stages: int | None = None
+    index_bits: int | None = None
 
     def offset(self, i: int) -> LaunchExpr:
         return total([s.length for s in self.segments[:i]])

@@ -10,8 +10,8 @@ from typing import Any
 
 from intent_eqsat.errors import ParseError
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import (ACCESS_MODES, NUMERICS, ORDERS, AbiArg, CompileOptions, Kernel, Module, Op,
-                                  ParamDecl, ProgramSpace, Region, Segment, Value)
+from intent_eqsat.ir.core import (ACCESS_MODES, INDEX_BITS, NUMERICS, ORDERS, AbiArg, CompileOptions, Kernel,
+                                  Module, Op, ParamDecl, ProgramSpace, Region, Segment, Value)
 from intent_eqsat.ir.launch import Const, LaunchExpr, read_launch_expr
 from intent_eqsat.ir.lexer import Token, TokenStream, tokenize
 from intent_eqsat.ir.spec import SPECS, normalize_attrs
@@ -425,16 +425,20 @@ class _Parser:
             launch = self.le()
         threads = self.resource("threads") if self.ts.at("threads") else None
         stages = self.resource("stages") if self.ts.at("stages") else None
+        index_bits = self.resource("index_bits", INDEX_BITS) if self.ts.at("index_bits") else None
         self.ts.expect("}")
-        return ProgramSpace(tuple(segments), launch, threads, stages)
+        return ProgramSpace(tuple(segments), launch, threads, stages, index_bits)
 
-    def resource(self, word: str) -> int:
-        """``threads N`` / ``stages N`` of a program space: a positive integer literal."""
+    def resource(self, word: str, allowed: tuple[int, ...] | None = None) -> int:
+        """``threads N`` / ``stages N`` / ``index_bits N`` of a program space: a positive integer literal (one of
+        ``allowed`` when given)."""
         self.ts.expect(word)
         tok = self.ts.peek()
         n = self.int_lit(f"the number of {word} (a positive integer)")
         if n <= 0:
             raise self.error(f"{word} must be a positive integer, not {n}", tok)
+        if allowed is not None and n not in allowed:
+            raise self.error(f"{word} must be one of {', '.join(map(str, allowed))}, not {n}", tok)
         return n
 
 

@@ -144,6 +144,8 @@ def format_space(space: ProgramSpace, depth: int) -> list[str]:
         lines.append(pad + INDENT + f"threads {space.threads}")
     if space.stages is not None:
         lines.append(pad + INDENT + f"stages {space.stages}")
+    if space.index_bits is not None:
+        lines.append(pad + INDENT + f"index_bits {space.index_bits}")
     lines.append(pad + "}")
     return lines
 

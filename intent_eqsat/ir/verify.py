@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from intent_eqsat.errors import IntentError, SourceLocation
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import ACCESS_MODES, ORDERS, Kernel, Module, Op, Region, Value, location, walk
+from intent_eqsat.ir.core import ACCESS_MODES, INDEX_BITS, ORDERS, Kernel, Module, Op, Region, Value, location, walk
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     children, equivalent, evaluate, product)
 from intent_eqsat.ir.spec import (ACCESS_OPS, ACCESS_PAYLOAD, ATOMIC_ACCESSES, BINARY_OPS, CMP_PREDICATES,
@@ -503,6 +503,9 @@ def check_coverage(ctx: _Ctx) -> Errors:
         for word, n in (("threads", space.threads), ("stages", space.stages)):
             if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n <= 0):
                 yield ctx.err(2, f"the program space's {word} must be a positive integer, not {n!r}", info)
+        if space.index_bits is not None and space.index_bits not in INDEX_BITS:
+            yield ctx.err(2, f"the program space's index_bits must be one of {INDEX_BITS}, not {space.index_bits!r}",
+                          info)
         for i, seg in enumerate(space.segments):
             where = f"{location(k)}, segment {i}"
             if seg.order not in ORDERS:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Module, Op, Region, Value, location, walk
+from intent_eqsat.ir.index_bounds import index_bounds
 from intent_eqsat.ir.launch import BinOp, Const, Dim, LaunchExpr, Stride, Sym, Tuple, TupleGet, children, evaluate
 from intent_eqsat.ir.spec import SPECS, WRITE_ACCESSES, access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleType, Type, ViewType
@@ -96,6 +97,10 @@ class KernelPlan:
     buffers: dict[str, Op] = field(default_factory=dict)            # buffer value name -> alloc
     workspace_allocs: dict[str, Op] = field(default_factory=dict)   # private view name -> alloc
     records: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the program permits 32-bit index arithmetic (``space.index_bits`` 32) and these LaunchExprs bound every index
+    #: value (:func:`intent_eqsat.ir.index_bounds.index_bounds`): the launcher picks 32 bits when all are below
+    #: 2**31. None: 64-bit index arithmetic at every launch.
+    index_bounds: list[LaunchExpr] | None = None
 
     @property
     def backend(self) -> str:
@@ -148,6 +153,8 @@ def legalize(module: Module, kernel_name: str, target: "Target | str", params: d
         bound[k] = int(v)
     plan = KernelPlan(module, kernel, target, bound, num_warps, num_stages)
     _Checker(plan, max_elements_per_thread).run()
+    if kernel.space.index_bits == 32:
+        plan.index_bounds = index_bounds(kernel, declared)
     return plan
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import AbiArg, Op, Region, Value
+from intent_eqsat.ir.index_bounds import INDEX32_LIMIT
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     format_launch_expr)
 from intent_eqsat.ir.spec import access_layout
@@ -330,6 +331,10 @@ class _Printer:
         self.kernel_args: list[tuple[str, str]] = []   # (identifier, signature type)
         self.launch_values: dict[str, str] = {}         # identifier -> the launcher's expression for it
         self._build_args()
+        # index arithmetic: int64, or the constexpr dtype the launcher picks from the program's index bounds
+        self.index_arg = self._take("IDX") if plan.index_bounds is not None else None
+        self.ix = self.index_arg or "tl.int64"
+        self.TL = dict(TL, index=self.ix)
 
     # -- naming --------------------------------------------------------------------------------------------
     def _take(self, base: str) -> str:
@@ -474,16 +479,16 @@ class _Printer:
         """A run-time int64 (or i1) Triton expression of a LaunchExpr (the body side of IR-3.1)."""
         from intent_eqsat.providers.triton.legalize import _param_only
         if _param_only(e, self.p.params):
-            return f"tl.cast({self.const_le(e)}, tl.int64)"
+            return f"tl.cast({self.const_le(e)}, {self.ix})"
         if isinstance(e, Sym):
-            return f"tl.cast({self._launch_local(e.name)}, tl.int64)"
+            return f"tl.cast({self._launch_local(e.name)}, {self.ix})"
         if isinstance(e, Dim):
             return self.rt_le(self.abi[e.view].value.type.shape[e.axis])
         if isinstance(e, Stride):
             a = self.abi[e.view]
             if a.strides is not None:
                 return self.rt_le(a.strides[e.axis])
-            return f"tl.cast({self.arg_ident[f'stride:{e.view}:{e.axis}']}, tl.int64)"
+            return f"tl.cast({self.arg_ident[f'stride:{e.view}:{e.axis}']}, {self.ix})"
         if isinstance(e, Not):
             return f"({self.rt_le(e.operand)} == 0)"
         if isinstance(e, Select):
@@ -513,11 +518,11 @@ class _Printer:
     # -- module ----------------------------------------------------------------------------------------------
     def module_source(self) -> str:
         k, p = self.k, self.p
-        self.emit(f"{self.var(k.pid)} = tl.program_id(0).to(tl.int64)")
+        self.emit(f"{self.var(k.pid)} = tl.program_id(0).to({self.ix})")
         for a in k.abi:
             if not a.is_view:
                 self.emit(f"{self.names[a.name]} = tl.cast({self.arg_ident['abi:' + a.name]}, "
-                          f"{TL[a.value.type.dtype]})")
+                          f"{self.TL[a.value.type.dtype]})")
         self.region_ops(k.body)
         body = self.lines
         out: list[str] = []
@@ -552,6 +557,8 @@ class _Printer:
         sig = []
         for ident, t in self.kernel_args:
             sig.append(f"{ident}: tl.constexpr" if t == "constexpr" else ident)
+        if self.index_arg:
+            sig.append(f"{self.index_arg}: tl.constexpr")
         out.extend(_wrap_def(f"def {self.fn_name}(", sig, "):"))
         out.extend(body)
         out.append("")
@@ -574,7 +581,11 @@ class _Printer:
         lines.append("]")
         lines.append(f"LAUNCH_OPTIONS = {{'num_warps': {p.num_warps}, 'num_stages': {p.num_stages}, "
                      f"'enable_fp_fusion': True}}")
-        lines.append("SIGNATURE = " + _dict_src({i: t for i, t in self.kernel_args}))
+        sig = {i: t for i, t in self.kernel_args}
+        if self.index_arg:
+            sig[self.index_arg] = "constexpr"
+        lines.append("SIGNATURE = " + _dict_src(sig))
+        lines.append(f"INDEX_CONSTEXPR = {self.index_arg!r}  # the index dtype constexpr (None: int64 only)")
         lines.append(f"MAX_GRID = {p.target.max_grid[0]}")
         return lines
 
@@ -666,6 +677,15 @@ class _Printer:
         call_args = [self.launch_values.get(ident, ident) for ident, t in self.kernel_args if t != "constexpr"]
         call_args += [f"{self.arg_ident['param:' + prm.name]}={self.arg_ident['param:' + prm.name]}"
                       for prm in p.module.params]
+        if self.index_arg:
+            bounds = [self.launcher_le(b) for b in p.index_bounds]
+            L.append("    # 32-bit index arithmetic when the program's index bounds (ir.index_bounds) hold at this launch")
+            if len(bounds) == 1:
+                L.append(f"    _index_bound = {bounds[0]}")
+            else:
+                L.extend(_wrap_def("    _index_bound = max(", bounds, ")"))
+            L.append(f"    _idx = tl.int32 if _index_bound < {INDEX32_LIMIT} else tl.int64")
+            call_args.append(f"{self.index_arg}=_idx")
         call_args += ["num_warps=num_warps", "num_stages=num_stages", "enable_fp_fusion=True", "**_ftz_off()"]
         L.extend(_wrap_def(f"    {self.fn_name}[(_grid,)](", call_args, ")"))
         L.append("")
@@ -716,7 +736,7 @@ class _Printer:
     # values --------------------------------------------------------------------------------------------------
     def typed_const(self, value: Any, t: Type) -> str:
         lit = number_literal(value, t.dtype)
-        return f"tl.full({self.shape_src(t)}, {lit}, {TL[t.dtype]})"
+        return f"tl.full({self.shape_src(t)}, {lit}, {self.TL[t.dtype]})"
 
     def op_const(self, op: Op) -> None:
         self.emit(f"{self.var(op.result)} = {self.typed_const(op.attrs['value'], op.result.type)}", op)
@@ -724,8 +744,8 @@ class _Printer:
     def op_launch(self, op: Op) -> None:
         t = op.result.type
         e = self.rt_le(op.attrs["expr"])
-        if TL[t.dtype] != "tl.int64" or not e.startswith("tl.cast("):
-            e = f"tl.cast({e}, {TL[t.dtype]})"
+        if self.TL[t.dtype] != self.ix or not e.startswith("tl.cast("):
+            e = f"tl.cast({e}, {self.TL[t.dtype]})"
         if isinstance(t, FragmentType):
             e = f"tl.broadcast_to({e}, {self.shape_src(t)})"
         self.emit(f"{self.var(op.result)} = {e}", op)
@@ -735,7 +755,7 @@ class _Printer:
         n = self.const_le(t.shape[0])
         e = f"tl.arange(0, {n})"
         if t.dtype != "i32":
-            e += f".to({TL[t.dtype]})"
+            e += f".to({self.TL[t.dtype]})"
         start = int(op.attrs.get("start", 0))
         if start:
             e += f" + {start}"
@@ -769,7 +789,7 @@ class _Printer:
             wdt = "f32" if narrow else dt
             e = self._float_fn(name, w, wdt, approx)
             if narrow:
-                e = f"({e}).to({TL[dt]})"
+                e = f"({e}).to({self.TL[dt]})"
         self.emit(f"{self.var(op.result)} = {self._ftz(e, dt, ftz)}", op)
 
     def _float_fn(self, name: str, x: str, dt: str, approx: bool) -> str:
@@ -815,7 +835,7 @@ class _Printer:
             elif name in ("mod", "floordiv"):
                 h = self.need("_fmod_py" if name == "mod" else "_ffloordiv_py")
                 e = f"{h}({a}.to(tl.float64), {b}.to(tl.float64))" if dt != "f64" else f"{h}({a}, {b})"
-                e = f"({e}).to({TL[dt]})" if dt != "f64" else e
+                e = f"({e}).to({self.TL[dt]})" if dt != "f64" else e
                 narrow = False
             elif name in ("max", "min"):
                 e = f"tl.{'maximum' if name == 'max' else 'minimum'}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
@@ -825,7 +845,7 @@ class _Printer:
             else:
                 raise AssertionError(name)
             if narrow and name in ("div", "rem", "pow"):
-                e = f"({e}).to({TL[dt]})"
+                e = f"({e}).to({self.TL[dt]})"
         else:
             unsigned = dt in dtypes.UNSIGNED_DTYPES
             if name == "div":
@@ -860,12 +880,12 @@ class _Printer:
         dst = op.result.type.dtype
         ftz = bool(op.attrs.get("flush_to_zero"))
         x = self._ftz(self.var(src), src.type.dtype, ftz)
-        e = x if TL[src.type.dtype] == TL[dst] else f"{x}.to({TL[dst]})"
+        e = x if self.TL[src.type.dtype] == self.TL[dst] else f"{x}.to({self.TL[dst]})"
         self.emit(f"{self.var(op.result)} = {self._ftz(e, dst, ftz)}", op)
 
     def op_bitcast(self, op: Op) -> None:
         x = self.var(op.operands[0])
-        self.emit(f"{self.var(op.result)} = {x}.to({TL[op.result.type.dtype]}, bitcast=True)", op)
+        self.emit(f"{self.var(op.result)} = {x}.to({self.TL[op.result.type.dtype]}, bitcast=True)", op)
 
     # shape --------------------------------------------------------------------------------------------------
     def op_broadcast(self, op: Op) -> None:
@@ -983,7 +1003,7 @@ class _Printer:
 
     def _payload(self, v: Value, dt: str) -> str:
         x = self.var(v)
-        return x if TL[v.type.dtype] == TL[dt] else f"{x}.to({TL[dt]})"
+        return x if self.TL[v.type.dtype] == self.TL[dt] else f"{x}.to({self.TL[dt]})"
 
     def op_load(self, op: Op) -> None:
         ptr, _, vld, _ = self._access_parts(op)
@@ -992,8 +1012,8 @@ class _Printer:
             e = f"tl.load({ptr})"
         else:
             e = f"tl.load({ptr}, mask={self.var(vld)}, other={self._fill(op, dt)})"
-        if TL[dt] != TL[op.result.type.dtype]:
-            e = f"{e}.to({TL[op.result.type.dtype]})"
+        if self.TL[dt] != self.TL[op.result.type.dtype]:
+            e = f"{e}.to({self.TL[op.result.type.dtype]})"
         self.emit(f"{self.var(op.result)} = {e}", op)
 
     op_gather = op_load
@@ -1154,11 +1174,11 @@ class _Printer:
             if dtypes.is_float(dt) and comb in ("add", "mul"):
                 w = "f64" if dt == "f64" else "f32"
                 if dt != w:
-                    x = f"{x}.to({TL[w]})"
+                    x = f"{x}.to({self.TL[w]})"
                 for ax in axes:
                     x = f"tl.reduce({x}, {ax}, {self.need('_cmb_' + comb)})"
                 if dt != w:
-                    x = f"({x}).to({TL[dt]})"
+                    x = f"({x}).to({self.TL[dt]})"
             elif comb == "add":
                 for ax in axes:
                     x = f"tl.reduce({x}, {ax}, {self.need('_cmb_add')})"
@@ -1201,11 +1221,11 @@ class _Printer:
                 x = self.var(v)
                 wdt = ("f64" if dt == "f64" else "f32") if dtypes.is_float(dt) and comb in ("add", "mul") else dt
                 if wdt != dt:
-                    x = f"{x}.to({TL[wdt]})"
+                    x = f"{x}.to({self.TL[wdt]})"
                 e = f"tl.associative_scan({x}, {axis}, {self.need('_cmb_' + self._builtin(comb, dt))}, " \
                     f"reverse={rev})"
                 if wdt != dt:
-                    e = f"({e}).to({TL[dt]})"
+                    e = f"({e}).to({self.TL[dt]})"
                 self.emit(f"{self.var(r)} = {e}", op)
             return
         if comb != "region":                              # exclusive builtin: one triple scan per component
@@ -1214,7 +1234,7 @@ class _Printer:
                 x = self.var(v)
                 wdt = ("f64" if dt == "f64" else "f32") if dtypes.is_float(dt) and comb in ("add", "mul") else dt
                 if wdt != dt:
-                    x = f"{x}.to({TL[wdt]})"
+                    x = f"{x}.to({self.TL[wdt]})"
                 fn = self.need("_excl_" + self._builtin(comb, dt))
                 t = FragmentType(wdt, v.type.shape)
                 i, e, h = self.fresh("inc"), self.fresh("exc"), self.fresh("has")
@@ -1222,7 +1242,7 @@ class _Printer:
                           f"), {axis}, {fn}, reverse={rev})", op)
                 res = f"tl.where({h} != 0, {e}, {self.typed_const(idn, t)})"
                 if wdt != dt:
-                    res = f"({res}).to({TL[dt]})"
+                    res = f"({res}).to({self.TL[dt]})"
                 self.emit(f"{self.var(r)} = {res}")
             return
         fn = self.combine_fn(op.regions[0], n)
@@ -1269,7 +1289,7 @@ class _Printer:
             r += "[" + ", ".join(":" if j == axis else "None" for j in range(t.rank)) + "]"
         idx_dt = idx_t.dtype
         if idx_dt != "i32":
-            r = f"{r}.to({TL[idx_dt]})"
+            r = f"{r}.to({self.TL[idx_dt]})"
         ids = f"tl.broadcast_to({r}, {self.shape_src(t)})" if t.rank > 1 else r
         self.emit(f"{self.var(op.results[0])}, {self.var(op.results[1])} = tl.reduce(({self.var(src)}, {ids}), "
                   f"{axis}, {fn})", op)
@@ -1289,7 +1309,7 @@ class _Printer:
             x, m = f"tl.broadcast_to({x}, (1,))", f"tl.broadcast_to({m}, (1,))"
         e = f"tl.histogram({x}, {self.const_le(op.result.type.shape[0])}, mask={m})"
         if op.result.type.dtype != "i32":
-            e = f"{e}.to({TL[op.result.type.dtype]})"
+            e = f"{e}.to({self.TL[op.result.type.dtype]})"
         self.emit(f"{self.var(op.result)} = {e}", op)
 
     def op_contract(self, op: Op) -> None:
@@ -1304,13 +1324,13 @@ class _Printer:
             a = f"tl.permute({a}, {_tuple_src([str(i) for i in plan.lhs_perm])})"
         if tuple(plan.rhs_perm) != tuple(range(rhs.type.rank)):
             b = f"tl.permute({b}, {_tuple_src([str(i) for i in plan.rhs_perm])})"
-        cw = c if TL[acc_dt] == TL[w] else f"{c}.to({TL[w]})"
+        cw = c if self.TL[acc_dt] == self.TL[w] else f"{c}.to({self.TL[w]})"
         if plan.form == "dot":
-            e = f"tl.dot({a}, {b}, {cw}, input_precision={prec!r}, out_dtype={TL[w]})"
+            e = f"tl.dot({a}, {b}, {cw}, input_precision={prec!r}, out_dtype={self.TL[w]})"
         else:
             bt, mt, kt, nt = plan.sizes
-            aw = a if lhs.type.dtype == w else f"{a}.to({TL[w]})"
-            bw = b if rhs.type.dtype == w else f"{b}.to({TL[w]})"
+            aw = a if lhs.type.dtype == w else f"{a}.to({self.TL[w]})"
+            bw = b if rhs.type.dtype == w else f"{b}.to({self.TL[w]})"
             if prec == "tf32" and w == "f32":
                 aw, bw = f"{self.need('_tf32')}({aw})", f"{self.need('_tf32')}({bw})"
             a3, b3 = self.fresh("lhs"), self.fresh("rhs")
@@ -1319,8 +1339,8 @@ class _Printer:
             self.emit(f"{b3} = tl.reshape({bw}, ({bt}, {kt}, {nt}))")
             s = f"tl.reduce({a3}[:, :, :, None] * {b3}[:, None, :, :], 2, {self.need('_cmb_add')})"
             e = f"({cw} + tl.reshape({s}, {self.shape_src(acc.type)}))"
-        if TL[acc_dt] != TL[w]:
-            e = f"({e}).to({TL[acc_dt]})"
+        if self.TL[acc_dt] != self.TL[w]:
+            e = f"({e}).to({self.TL[acc_dt]})"
         self.emit(f"{res} = {e}", op)
 
     def _loop_header(self, op: Op, lb: Value, ub: Value, step: Value) -> str:
@@ -1335,7 +1355,7 @@ class _Printer:
         self.assign(accs, [self.var(v) for v in op.operands[3:]], op)
         iv = self._loop_header(op, lb, ub, step)
         self.ind += 1
-        self.emit(f"{self.var(summarize.args[0])} = tl.cast({iv}, tl.int64)")
+        self.emit(f"{self.var(summarize.args[0])} = tl.cast({iv}, {self.ix})")
         s = self.region_ops(summarize)
         self.bind_args(combine, accs + s)
         out = self.region_ops(combine)
@@ -1351,7 +1371,7 @@ class _Printer:
         iv = self._loop_header(op, lb, ub, step)
         self.ind += 1
         seg = self.fresh("seg")
-        self.emit(f"{seg} = tl.cast({iv}, tl.int64)")
+        self.emit(f"{seg} = tl.cast({iv}, {self.ix})")
         self.bind_args(emit_r, [seg] + state)
         self.region_ops(emit_r)
         self.bind_args(summarize, [seg])
@@ -1428,7 +1448,7 @@ class _Printer:
         self.assign(carried, [self.var(v) for v in op.operands[3:]], op)
         iv = self._loop_header(op, lb, ub, step)
         self.ind += 1
-        self.emit(f"{self.var(body.args[0])} = tl.cast({iv}, tl.int64)")
+        self.emit(f"{self.var(body.args[0])} = tl.cast({iv}, {self.ix})")
         outs = self.region_ops(body)
         self.assign(carried, outs)
         self.ind -= 1

@@ -100,6 +100,21 @@ def test_resources_round_trip_through_the_text_form_and_are_verified():
         ir.verify(bad)
 
 
+def test_index_bits_round_trip_through_the_text_form_and_are_verified():
+    prog = intent_eqsat.optimize(SOFTMAX, sizes={"M": 32768, "N": 8192})
+    text = print_module(prog)
+    assert "index_bits 32" in text
+    assert print_module(parse_module(text)) == text
+    with pytest.raises(IntentError, match=r":(\d+):(\d+): index_bits must be one of 32, 64, not 16") as e:
+        parse_module(text.replace("index_bits 32", "index_bits 16"))
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "index_bits 32" in t)
+    assert f":{line}:" in str(e.value)
+    k = prog.kernels[0]
+    bad = ir.Module(prog.target, prog.options, prog.params, [replace(k, space=replace(k.space, index_bits=16))])
+    with pytest.raises(ir.VerificationError, match="index_bits must be one of"):
+        ir.verify(bad)
+
+
 def test_threads_that_are_not_whole_warps_are_a_hardware_capability_rejection():
     from intent_eqsat.providers.triton import serialize
     prog = intent_eqsat.optimize(GEMM, sizes=BIG)
@@ -173,7 +188,7 @@ def test_the_fingerprint_is_the_structure_not_the_name():
     renamed = intent_eqsat.optimize(GEMM.read_text().replace("gemm_bf16", "my_matmul"), sizes=BIG).kernels[0]
     assert renamed.name == "my_matmul" and "my_matmul.s0" in ir.print_module(ir.Module("sm90", kernels=[renamed]))
     assert fingerprint(k) == fingerprint(renamed)      # the ops' provenance names the kernel: not structure
-    assert fingerprint(k) == fingerprint(replace(k, space=replace(k.space, threads=128, stages=5)))
+    assert fingerprint(k) == fingerprint(replace(k, space=replace(k.space, threads=128, stages=5, index_bits=32)))
     other = intent_eqsat.optimize(GEMM, sizes={"M": 64, "N": 4096, "K": 4096}).kernels[0]
     assert fingerprint(k) != fingerprint(other)        # other tile literals: another program
 

@@ -45,10 +45,11 @@ def corpus(name: str) -> kir.KirModule:
 
 
 def without_resources(module):
-    """``module`` with its kernels' bound launch resources (threads, stages) cleared: what the rules produced, for
-    "the program is unchanged" assertions (the optimizer binds resources on every kernel it returns)."""
+    """``module`` with its kernels' bound launch resources (threads, stages, index width) cleared: what the rules
+    produced, for "the program is unchanged" assertions (the optimizer binds resources on every kernel it
+    returns)."""
     from dataclasses import replace
-    return replace(module, kernels=[replace(k, space=replace(k.space, threads=None, stages=None))
+    return replace(module, kernels=[replace(k, space=replace(k.space, threads=None, stages=None, index_bits=None))
                                     for k in module.kernels])
 
 
