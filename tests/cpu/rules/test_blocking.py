@@ -79,3 +79,43 @@ def test_loops_whose_bounds_vary_per_lane_are_not_lifted(name):
     result = optimize(construct(module), target="sm90")
     ir.verify(result.program)
     _check(module, result.program, seed=7)
+
+
+def _ops(program: ir.Module, name: str) -> list:
+    return [op for op in ir.walk(program.kernels[0].body) if op.name == name]
+
+
+def test_a_prefix_loop_over_a_blocked_axis_becomes_a_prefix_plus_a_tile_scan():
+    """cumsum's point loop `for k in [0, j+1): c + X[i, k]` over a blocked j: the uniform prefix `for k in [0, j0)`
+    (an ordinary sum, blocked by the reduction group) plus an inclusive scan of the tile's own members (SPEC
+    PASS-4 "order-preserving reassociation of scan"). Checked on shapes whose rows span several column tiles, so
+    the prefix loop runs (tiles of at most 64 lanes: the domain the optimizer is handed here)."""
+    module = _load("cumsum")
+    result = optimize(construct(module), target="sm90", tile_candidates=(32, 64))
+    k = result.program.kernels[0]
+    assert all(str(e).startswith("ceil_div(") for e in k.space.segments[0].extents), "cumsum was not blocked"
+    scans = _ops(result.program, "scan")
+    assert len(scans) == 1 and scans[0].attrs["combine"] == "add" and scans[0].attrs["axis"] == 1
+    prefix = [op for op in _ops(result.program, "for") if op.attrs.get("reduce") == "add"]
+    assert prefix, "the prefix over the earlier column tiles is an ordinary (blocked) sum"
+    ir.verify(result.program)
+    assert_matches_reference(module, result.program, seeds=(3, 4), lo=70, hi=150, min_rtol=1e-4, min_atol=1e-4)
+
+
+def test_at_the_problem_size_a_row_is_one_tile_and_the_prefix_is_empty():
+    """Compiled for 32768x8192, the cost model takes whole-row tiles: the scan covers the row and the prefix loop
+    runs no iteration (j0 = 0); the program still computes every other size."""
+    module = _load("cumsum")
+    from intent_eqsat.extract.cost import RooflineCost
+    from intent_eqsat.providers.targets import SM90
+    result = optimize(construct(module), target="sm90", cost=RooflineCost(SM90, {"M": 32768, "N": 8192}))
+    widths = [op.results[0].type.shape for op in _ops(result.program, "scan")]
+    assert widths and int(widths[0][-1].value) >= 8192
+    _check(module, result.program, seed=9)
+
+
+@pytest.mark.parametrize("name", ["cumsum_exclusive", "cumsum_reversed", "cumprod"])
+def test_other_prefix_forms_are_not_scanned(name):
+    """Only `for k in [0, j+1): c + m(k)` is rewritten: an exclusive bound, a suffix or another combiner is not."""
+    result = optimize(construct(_load(name)), target="sm90")
+    assert not _ops(result.program, "scan")
