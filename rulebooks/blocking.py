@@ -8,8 +8,9 @@ from the target's candidate domain (candidates at least as wide as the target's 
 Legality: one execution group whose effects are stores / unique scatters / scatter-reduces of values
 made of element-wise ops, constants, launch values, loads and gathers (with or without validity) and pure ordered
 loops carrying one non-index value whose bounds are uniform across the tile's lanes, or prefix loops (a KIR scan's
-point loop): ``for k in [0, j + 1) step 1`` over a blocked coordinate ``j`` yielding ``add(carried, m(k))``, with
-``m`` independent of the carried value (it must lift without it). Every construct without a
+point loop): ``for k in [0, j + 1)`` (or ``[0, j)``, an exclusive scan) step 1 over a blocked coordinate ``j``
+yielding ``c(carried, m(k))`` for a float combiner ``c`` in add, mul, max, min, with ``m`` independent of the
+carried value (it must lift without it). Every construct without a
 lifting rule leaves its ``lift`` term unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program,
 so a rule never produces a partial program.
 
@@ -17,9 +18,9 @@ Rewrites: the segment's last one or two axes ``E`` become ``ceil_div(E, T)``; th
 become tile coordinates ``p*T + range(T)`` (fragment axes ``b0``, ``b1``); every value is re-typed over exactly
 the tile axes it depends on (fragments carry their axis provenance), operands are broadcast to the union of their
 operands' axes, and loads/gathers/stores/scatters get the tail validity ``coord < E`` of their axes (loads a fill).
-A prefix loop over the tile ``j in [j0, j0 + T)`` becomes ``(for k in [0, j0): c + m(k)) + scan_add(m(j0 +
-range(T)))``: the uniform prefix (marked ``reduce = add``, so the reduction group blocks it) plus the inclusive scan
-of the tile's own members along ``j``'s axis (SPEC PASS-4 "order-preserving reassociation of scan": the same
+A prefix loop over the tile ``j in [j0, j0 + T)`` becomes ``c(for k in [0, j0): c(acc, m(k)), scan_c(m(j0 +
+range(T))))``: the uniform prefix (marked ``reduce = c``, so the reduction group blocks it) combined with the
+inclusive (exclusive) scan of the tile's own members along ``j``'s axis (SPEC PASS-4 "order-preserving reassociation of scan": the same
 members in the same order, grouped once; a member past the segment's end reads its fill and reaches only lanes
 past the end, which are not written).
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import itertools
 
-from egglog import String, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
+from egglog import String, StringLike, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
     set_, union, var, vars_
 
 from intent_eqsat.rules.terms import T as _Term, cons_list, t as _T
@@ -65,6 +66,9 @@ HasValid = relation("HasValid", AMap, i64)
 #: ~15% more compile time when listed in its analyses)
 IndexLeafAttr = relation("BlockIndexLeafAttr", AMap, String, A)
 _LeafAttrWalk = relation("BlockLeafAttrWalk", AMap, AMap)
+#: ``ScanIdentity(combiner, dtype, value)``: the combiners a prefix loop may be scanned with, and their identities
+ScanIdentity = relation("BlockScanIdentity", String, String, A)
+_SCAN_IDENTITY = {"add": "0.0", "mul": "1.0", "max": "-inf", "min": "inf"}
 
 _ELEMENTWISE = {
     1: ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid",
@@ -195,8 +199,8 @@ def mark_valid(m: AMap) -> AMap:
 
 
 @function
-def mark_reduce_add(m: AMap) -> AMap:
-    """``m`` with ``reduce = add`` (appended: ``reduce`` sorts after every other key of a ``for``)."""
+def mark_reduce(m: AMap, comb: StringLike) -> AMap:
+    """``m`` with ``reduce = comb`` (appended: ``reduce`` sorts after every other key of a ``for``)."""
 
 
 @function
@@ -464,54 +468,68 @@ def _lift_rules():
             frag_ty(dt, full, tiles)))),
         "a pure ordered loop runs per lane")
     # Prefix loops (KIR scans: SPEC PASS-3.3 "separate ... scan axes", PASS-4 "order-preserving reassociation of
-    # scan"): `for k in [0, j + 1): c + m(k)` over a blocked j has per-lane bounds, so lift_for does not apply. Over
-    # the tile j in [j0, j0 + T) it equals the uniform prefix `for k in [0, j0): c + m(k)` plus the inclusive scan of
-    # m over the tile's own coordinates (m read at k = j): the same members in the same order, regrouped once.
-    # Lanes past the segment's end read filled members, which reach only lanes past the end (not written).
+    # scan"): `for k in [0, j + 1): c (+) m(k)` over a blocked j has per-lane bounds, so lift_for does not apply. Over
+    # the tile j in [j0, j0 + T) it equals the uniform prefix `for k in [0, j0): c (+) m(k)` combined with the
+    # inclusive scan of m over the tile's own coordinates (m read at k = j): the same members in the same order,
+    # regrouped once. `for k in [0, j)` (an exclusive scan) likewise, with an exclusive tile scan (its first lane is
+    # the identity, exact against the prefix). (+) is add, mul, max or min on a float (``ScanIdentity``). Lanes past
+    # the segment's end read filled members, which reach only lanes past the end (not written).
     kj, mj, ms = vars_("kj mj ms", i64)
     one, lm, ls, st0, jc, jt = vars_("one lm ls st0 jc jt", Val)
     lat, oat, sat, aat, bat, rat, jat, ca = vars_("lat oat sat aat bat rat jat ca", AMap)
     jty, bty, rty = vars_("jty bty rty", Ty)
     mv = var("mv", Val)
+    comb = var("comb", String)
+    ident = var("ident", A)
     ptiles = var("ptiles", LEs)
+    leaf_map, rest_map = vars_("leaf_map rest_map", AMap)
     prefix_loop = Val.res(Multi.op("for", _vals(lb_, ub_, st_, x), attrs, Tys.cons(Ty.scalar(dt), Tys.nil()),
                                    Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(Ty.scalar(dt), Tys.nil())),
                                                             Stmts.nil(), _vals(y0), rya), Regions.nil())),
                           0, Ty.scalar(dt))
     scan_ctx = LiftCtx.scan(d, jc, tail(mj, own), tiles, mj)
-    prefix_facts = [
-        eq(y).to(lift(prefix_loop, own)),
-        eq(lb_).to(Val.op("launch", Vals.nil(), lat, INDEX)), IndexLeafAttr(lat, "expr", A.le(LE.int_(0))),
-        eq(st_).to(Val.op("const", Vals.nil(), sat, INDEX)), IndexLeafAttr(sat, "value", A.int_(1)),
-        eq(ub_).to(Val.op("add", _vals(Val.arg(1, kj, INDEX), one), aat, INDEX)),
-        eq(one).to(Val.op("const", Vals.nil(), oat, INDEX)), IndexLeafAttr(oat, "value", A.int_(1)),
-        eq(y0).to(Val.op("add", _vals(Val.arg(d, 1, Ty.scalar(dt)), mv), ca, Ty.scalar(dt))),
-        eq(jc).to(nth(coords, kj)),
-        eq(jc).to(Val.op("add", _vals(Val.op("broadcast", _vals(st0), bat, bty), Val.op("range", Vals.nil(), rat,
-                                                                                        rty)), jat, jty)),
-        eq(mj).to(MaskOf(jc)),
-    ]
-    add("demand_prefix_scan", rule(*prefix_facts, eq(lm).to(lift(mv, own))).then(lift(lm, scan_ctx)),
-        "lift a prefix loop's member over the tile of the axis it scans")
-    # one rule for every scanned axis (mj) and member axes (ms): the scan axis is the number of member axes below mj
-    below = ms & (mj - i64(1))
-    scanned = Val.op("scan", _vals(ls), _amap(axis=A.int_((below & i64(1)) + ((below >> i64(1)) & i64(1))),
-                                              combine=A.str_("add"), identity=A.list_(As.cons(zf, As.nil()))),
-                     frag_ty(dt, ms, tiles))
+    below = ms & (mj - i64(1))          # the scan axis: the number of member axes below the scanned one
     prefix = Val.res(Multi.op(
-        "for", _vals(lb_, st0, st_, bcast_to(la, ma, full, tiles)), mark_reduce_add(attrs),
+        "for", _vals(lb_, st0, st_, bcast_to(la, ma, full, tiles)), mark_reduce(attrs, comb),
         Tys.cons(frag_ty(dt, full, tiles), Tys.nil()),
         Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(frag_ty(dt, full, tiles), Tys.nil())), Stmts.nil(),
                                  _vals(bcast_to(lb, mb, full, tiles)), rya), Regions.nil())), 0,
         frag_ty(dt, full, tiles))
-    add("lift_prefix_scan", rule(
-        *prefix_facts, ZeroOf(dt, zf), eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
-        eq(lb).to(lift(y0, own)), eq(mb).to(MaskOf(lb)), eq(lm).to(lift(mv, own)),
-        eq(ls).to(lift(lm, scan_ctx)), eq(ms).to(MaskOf(ls)), ne(ms & mj).to(i64(0)), eq(full | ms).to(full)).then(
-        union(y).with_(Val.op("add", _vals(prefix, bcast_to(scanned, ms, full, tiles)), ca,
-                              frag_ty(dt, full, tiles)))),
-        "for k in [0, j+1): c + m(k) over j in [j0, j0+T) == (for k in [0, j0): c + m(k)) + "
-        "inclusive_scan(m(j0 + range(T)))")
+    for excl, ub_pattern, ub_facts in (
+            (0, Val.op("add", _vals(Val.arg(1, kj, INDEX), one), aat, INDEX),
+             [eq(one).to(Val.op("const", Vals.nil(), oat, INDEX))]),
+            (1, Val.arg(1, kj, INDEX), [])):
+        kind = "exclusive" if excl else "inclusive"
+        shape = [eq(y).to(lift(prefix_loop, own)), eq(lb_).to(Val.op("launch", Vals.nil(), lat, INDEX)),
+                 eq(st_).to(Val.op("const", Vals.nil(), sat, INDEX)), eq(ub_).to(ub_pattern), *ub_facts]
+        walks = [_LeafAttrWalk(lat, lat), _LeafAttrWalk(sat, sat)] + ([_LeafAttrWalk(oat, oat)] if not excl else [])
+        add(f"index_leaf_attrs_{kind}", rule(*shape).then(*walks),
+            "the attributes of a candidate prefix loop's bounds and step are read by the prefix-scan rule")
+        facts = shape + [
+            IndexLeafAttr(lat, "expr", A.le(LE.int_(0))), IndexLeafAttr(sat, "value", A.int_(1)),
+            *([IndexLeafAttr(oat, "value", A.int_(1))] if not excl else []),
+            eq(y0).to(Val.op(comb, _vals(Val.arg(d, 1, Ty.scalar(dt)), mv), ca, Ty.scalar(dt))),
+            ScanIdentity(comb, dt, ident),
+            eq(jc).to(nth(coords, kj)),
+            eq(jc).to(Val.op("add", _vals(Val.op("broadcast", _vals(st0), bat, bty),
+                                          Val.op("range", Vals.nil(), rat, rty)), jat, jty)),
+            eq(mj).to(MaskOf(jc)),
+        ]
+        add(f"demand_prefix_scan_{kind}", rule(*facts, eq(lm).to(lift(mv, own))).then(lift(lm, scan_ctx)),
+            "lift a prefix loop's member over the tile of the axis it scans")
+        scanned = Val.op("scan", _vals(ls), _amap(axis=A.int_((below & i64(1)) + ((below >> i64(1)) & i64(1))),
+                                                  combine=A.str_(comb), exclusive=A.bool_(excl),
+                                                  identity=A.list_(As.cons(ident, As.nil()))),
+                         frag_ty(dt, ms, tiles))
+        add(f"lift_prefix_scan_{kind}", rule(
+            *facts, eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
+            eq(lb).to(lift(y0, own)), eq(mb).to(MaskOf(lb)), eq(lm).to(lift(mv, own)),
+            eq(ls).to(lift(lm, scan_ctx)), eq(ms).to(MaskOf(ls)), ne(ms & mj).to(i64(0)),
+            eq(full | ms).to(full)).then(
+            union(y).with_(Val.op(comb, _vals(prefix, bcast_to(scanned, ms, full, tiles)), ca,
+                                  frag_ty(dt, full, tiles)))),
+            f"for k in [0, j{'' if excl else '+1'}): c (+) m(k) over j in [j0, j0+T) == (for k in [0, j0): c (+) "
+            f"m(k)) (+) {kind}_scan(m(j0 + range(T)))")
     # the scan context: the loop variable -> the scanned axis's coordinates; other regions' arguments are uniform
     add("ctx_tiles_scan", rule(eq(c).to(LiftCtx.scan(d, jc, jt, ptiles, mj))).then(union(ctx_tiles(c)).with_(ptiles)),
         "tiles of a scan ctx")
@@ -519,20 +537,12 @@ def _lift_rules():
         "the prefix loop's variable -> the scanned axis's tile coordinates")
     add("scan_other_arg", rewrite(lift(Val.arg(k, i, t), LiftCtx.scan(d, jc, jt, ptiles, mj))).to(
         Val.arg(k, i, t), ne(k).to(d), ne(k).to(i64(0))), "other regions' arguments stay as they are")
-    leaf_map, rest_map = vars_("leaf_map rest_map", AMap)
-    add("index_leaf_attrs", rule(
-        eq(y).to(lift(prefix_loop, own)), eq(lb_).to(Val.op("launch", Vals.nil(), lat, INDEX)),
-        eq(st_).to(Val.op("const", Vals.nil(), sat, INDEX)),
-        eq(ub_).to(Val.op("add", _vals(Val.arg(1, kj, INDEX), one), aat, INDEX)),
-        eq(one).to(Val.op("const", Vals.nil(), oat, INDEX))).then(
-        _LeafAttrWalk(lat, lat), _LeafAttrWalk(sat, sat), _LeafAttrWalk(oat, oat)),
-        "the attributes of a candidate prefix loop's bounds and step are read by the prefix-scan rule")
     add("index_leaf_attr_walk", rule(_LeafAttrWalk(leaf_map, AMap.cons(key, a, rest_map))).then(
         IndexLeafAttr(leaf_map, key, a), _LeafAttrWalk(leaf_map, rest_map)), "one attribute per cons cell")
-    add("mark_reduce_nil", rewrite(mark_reduce_add(AMap.nil())).to(_amap(reduce=A.str_("add"))),
-        "add reduce = add")
-    add("mark_reduce_other", rewrite(mark_reduce_add(AMap.cons(key, vo, m))).to(
-        AMap.cons(key, vo, mark_reduce_add(m)), ne(key).to(String("reduce"))), "other keys are kept")
+    add("mark_reduce_nil", rewrite(mark_reduce(AMap.nil(), comb)).to(_amap(reduce=A.str_(comb))),
+        "add reduce = <combiner>")
+    add("mark_reduce_other", rewrite(mark_reduce(AMap.cons(key, vo, m), comb)).to(
+        AMap.cons(key, vo, mark_reduce(m, comb)), ne(key).to(String("reduce"))), "other keys are kept")
     add("scan_tail", rule(eq(v).to(tail(msk, LiftCtx.scan(d, jc, jt, ptiles, mj))), ne(msk & mj).to(i64(0))).then(
         union(v).with_(bcast_to(jt, mj, msk, ptiles))), "members past the scanned axis's end are invalid")
     # effects: stores / scatters / scatter-reduces write every lane of the accumulator shape under the tail
@@ -598,6 +608,9 @@ def _seed_tables(graph) -> None:
     graph.run_text("\n".join(lines))
     for fdt, fill in _FILL_T:
         _fact(graph, ZeroOf, f'"{fdt}"', fill)
+    for comb, value in _SCAN_IDENTITY.items():
+        for fdt in ("f16", "bf16", "f32", "f64"):
+            _fact(graph, ScanIdentity, f'"{comb}"', f'"{fdt}"', _T("AFloat", value))
     for mask in ALL_MASKS:
         for sub in ALL_MASKS:
             if sub & ~mask or sub == mask:

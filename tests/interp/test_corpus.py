@@ -86,7 +86,7 @@ def test_corpus_kernel_compiles(gen_dir, path, target) -> None:
 
 #: kernels whose optimized program the blocking rulebook changes quickly (tile ownership): the extracted programs
 OPTIMIZED = ("gemm", "gemm_bias_relu", "transpose", "elementwise_chain", "embedding_gather", "masked_fill", "row_sum", "gemv",
-             "scatter_add", "group_mean", "histogram", "cumsum")
+             "scatter_add", "group_mean", "histogram", "cumsum", "cumsum_exclusive", "cumprod")
 
 
 @pytest.mark.usefixtures("interpret_mode")

@@ -85,19 +85,22 @@ def _ops(program: ir.Module, name: str) -> list:
     return [op for op in ir.walk(program.kernels[0].body) if op.name == name]
 
 
-def test_a_prefix_loop_over_a_blocked_axis_becomes_a_prefix_plus_a_tile_scan():
-    """cumsum's point loop `for k in [0, j+1): c + X[i, k]` over a blocked j: the uniform prefix `for k in [0, j0)`
-    (an ordinary sum, blocked by the reduction group) plus an inclusive scan of the tile's own members (SPEC
-    PASS-4 "order-preserving reassociation of scan"). Checked on shapes whose rows span several column tiles, so
-    the prefix loop runs (tiles of at most 64 lanes: the domain the optimizer is handed here)."""
-    module = _load("cumsum")
+@pytest.mark.parametrize("name,combine,exclusive", [("cumsum", "add", False), ("cumsum_exclusive", "add", True),
+                                                    ("cumprod", "mul", False)])
+def test_a_prefix_loop_over_a_blocked_axis_becomes_a_prefix_plus_a_tile_scan(name, combine, exclusive):
+    """A scan's point loop `for k in [0, j+1): c (+) X[i, k]` (exclusive: `[0, j)`) over a blocked j: the uniform
+    prefix `for k in [0, j0)` (an ordinary reduction, blocked by the reduction group) combined with a scan of the
+    tile's own members (SPEC PASS-4 "order-preserving reassociation of scan"). Checked on shapes whose rows span
+    several column tiles, so the prefix loop runs (tiles of at most 64 lanes: the domain handed to the optimizer)."""
+    module = _load(name)
     result = optimize(construct(module), target="sm90", tile_candidates=(32, 64))
     k = result.program.kernels[0]
-    assert all(str(e).startswith("ceil_div(") for e in k.space.segments[0].extents), "cumsum was not blocked"
+    assert all(str(e).startswith("ceil_div(") for e in k.space.segments[0].extents), f"{name} was not blocked"
     scans = _ops(result.program, "scan")
-    assert len(scans) == 1 and scans[0].attrs["combine"] == "add" and scans[0].attrs["axis"] == 1
-    prefix = [op for op in _ops(result.program, "for") if op.attrs.get("reduce") == "add"]
-    assert prefix, "the prefix over the earlier column tiles is an ordinary (blocked) sum"
+    assert len(scans) == 1 and scans[0].attrs["combine"] == combine and scans[0].attrs["axis"] == 1
+    assert bool(scans[0].attrs.get("exclusive", False)) == exclusive
+    prefix = [op for op in _ops(result.program, "for") if op.attrs.get("reduce") == combine]
+    assert prefix, "the prefix over the earlier column tiles is an ordinary (blocked) reduction"
     ir.verify(result.program)
     assert_matches_reference(module, result.program, seeds=(3, 4), lo=70, hi=150, min_rtol=1e-4, min_atol=1e-4)
 
@@ -114,8 +117,7 @@ def test_at_the_problem_size_a_row_is_one_tile_and_the_prefix_is_empty():
     _check(module, result.program, seed=9)
 
 
-@pytest.mark.parametrize("name", ["cumsum_exclusive", "cumsum_reversed", "cumprod"])
-def test_other_prefix_forms_are_not_scanned(name):
-    """Only `for k in [0, j+1): c + m(k)` is rewritten: an exclusive bound, a suffix or another combiner is not."""
-    result = optimize(construct(_load(name)), target="sm90")
+def test_a_suffix_loop_is_not_scanned():
+    """Only prefix loops from 0 are rewritten: cumsum_reversed's suffix loop `for k in [j, N)` is not."""
+    result = optimize(construct(_load("cumsum_reversed")), target="sm90")
     assert not _ops(result.program, "scan")
