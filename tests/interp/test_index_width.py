@@ -209,3 +209,24 @@ def test_the_optimizer_narrows_streaming_programs_and_keeps_contracts_64_bit() -
 def _text(m: Module) -> str:
     from intent_eqsat.ir import print_module
     return print_module(m)
+
+
+@pytest.mark.usefixtures("interpret_mode")
+def test_arguments_named_like_the_launchers_builtins_do_not_shadow_them(gen_dir) -> None:
+    """Views called ``max`` and ``_idx`` (legal in GPU IR text) must not shadow the ``max(...)`` the launcher
+    evaluates the index bounds with, nor the ``_idx`` it picks the index dtype into."""
+    path = ROOT / "tests" / "cpu" / "ir" / "programs" / "softmax.gir"
+    from intent_eqsat.ir import parse_module
+    m = parse_module(path.read_text().replace("%X", "%max").replace("%Y", "%_idx"), str(path))
+    kernel = m.kernels[0].name
+    m = _narrowed(m, kernel)
+    src = serialize(m, kernel, "sm90")
+    assert "def launch(max_, _idx_, *" in src and "_index_bound = max(" in src
+    torch = pytest.importorskip("torch")
+    args = generic_inputs(m, kernel, np.random.default_rng(5))
+    want = ir_interpret(m, kernel, copy_args(args))
+    tensors = {n: torch.from_numpy(a.copy()) if isinstance(a, np.ndarray) else a for n, a in args.items()}
+    mod = load_source(src, gen_dir, kernel + "_shadow")
+    mod.launch(*(tensors[a.name] for a in m.kernels[0].abi if not a.private))   # positional: the names are taken
+    for name, w in want.items():
+        assert_matches(tensors[name].numpy(), w, f"{kernel}:{name}")

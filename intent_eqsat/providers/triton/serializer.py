@@ -57,7 +57,7 @@ _RESERVED = {"tl", "triton", "libdevice", "torch", "range", "float", "int", "boo
              "isinstance", "getattr", "tuple", "dict", "type", "launch", "params", "num_warps", "num_stages",
              "KERNEL", "KERNEL_NAME", "TARGET", "PARAMS", "PARAM_CANDIDATES", "CONFIGS", "SIGNATURE",
              "LAUNCH_OPTIONS", "MAX_GRID", "ValueError", "TypeError", "RuntimeError",
-             "HardwareCapabilityUnsupported"}
+             "HardwareCapabilityUnsupported", "INDEX_CONSTEXPR", "_index_bound", "_idx", "_grid", "_P"}
 #: libdevice-backed precise functions (interpreter: the tl.math function of the same name, run by NumPy)
 _LIBDEVICE = ("exp", "exp2", "log", "log2", "sin", "cos", "erf")
 _APPROX = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sin": "tl.sin", "cos": "tl.cos",
