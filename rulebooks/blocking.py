@@ -1,18 +1,18 @@
 """Blocking of ownership (SPEC PASS-3.3): scalar ownership of a segment becomes fragment (tile) ownership.
 
 Reads: the kernel's program space (one row-major segment), its execution group's region, the element types of
-values, the attributes of index leaf ops (``IndexLeafAttr``: the bounds and steps of prefix loops). Tile sizes are the symbolic parameters ``TILE_B0``/``TILE_B1``: the optimizer binds them after extraction
-from the target's candidate domain (candidates at least as wide as the target's warp), by the cost model
-(``intent_eqsat.rules.tiles``).
+values, the attributes of a prefix loop's bounds and step (``IndexLeafAttr``). Tile sizes are the symbolic
+parameters ``TILE_B0``/``TILE_B1``: the optimizer binds them after extraction from the target's candidate domain
+(candidates at least as wide as the target's warp), by the cost model (``intent_eqsat.rules.tiles``).
 
 Legality: one execution group whose effects are stores / unique scatters / scatter-reduces of values
 made of element-wise ops, constants, launch values, loads and gathers (with or without validity) and pure ordered
 loops carrying one non-index value whose bounds are uniform across the tile's lanes, or prefix loops (a KIR scan's
 point loop): ``for k in [0, j + 1)`` (or ``[0, j)``, an exclusive scan) step 1 over a blocked coordinate ``j``
 yielding ``c(carried, m(k))`` for a float combiner ``c`` in add, mul, max, min, with ``m`` independent of the
-carried value (it must lift without it). Every construct without a
-lifting rule leaves its ``lift`` term unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program,
-so a rule never produces a partial program.
+carried value (it must lift without it). Every construct without a lifting rule leaves its ``lift`` term
+unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program, so a rule never
+produces a partial program.
 
 Rewrites: the segment's last one or two axes ``E`` become ``ceil_div(E, T)``; their region arguments
 become tile coordinates ``p*T + range(T)`` (fragment axes ``b0``, ``b1``); every value is re-typed over exactly
@@ -20,9 +20,9 @@ the tile axes it depends on (fragments carry their axis provenance), operands ar
 operands' axes, and loads/gathers/stores/scatters get the tail validity ``coord < E`` of their axes (loads a fill).
 A prefix loop over the tile ``j in [j0, j0 + T)`` becomes ``c(for k in [0, j0): c(acc, m(k)), scan_c(m(j0 +
 range(T))))``: the uniform prefix (marked ``reduce = c``, so the reduction group blocks it) combined with the
-inclusive (exclusive) scan of the tile's own members along ``j``'s axis (SPEC PASS-4 "order-preserving reassociation of scan": the same
-members in the same order, grouped once; a member past the segment's end reads its fill and reaches only lanes
-past the end, which are not written).
+inclusive (exclusive) scan of the tile's own members along ``j``'s axis (SPEC PASS-4 "order-preserving
+reassociation of scan": the same members in the same order, grouped once; a member past the segment's end reads
+its fill and reaches only lanes past the end, which are not written).
 
 Preserves: the value written to every element (each element still has exactly one writing lane computing the same
 expression, in the same order inside its lane; a prefix loop's sum up to that regrouping); effect order; the ABI;

@@ -9,14 +9,14 @@ and the provider maps them onto its launch options (the serializer only prints t
 
 Index width: a program without a tensor-core contract is bound ``index_bits 32`` (32-bit index arithmetic wherever
 the launch proves it exact, :mod:`intent_eqsat.ir.index_bounds`): its element offsets are computed per member of
-every tile it streams, and 64-bit integer multiplies compete with the loads for issue slots. Measured on the H200
+every tile it streams (the likely reason 32 bits pay: 64-bit integer multiplies take issue slots). Measured on the H200
 (2026-11-30, bench/results/h200_index_2026-11-30/): whole-row softmax f32 1.07x faster, layernorm bf16 1.05x,
-softmax bf16 1.02x, the others within 1%. A contract program keeps 64 bits: its offsets are a small part of its
-work, and 32-bit offsets made every tensor-core GEMM of the suite 3-7% slower in the same run.
+softmax bf16 1.02x, the others within 1%. A contract program keeps 64 bits: 32-bit offsets made every tensor-core
+GEMM of the suite 3-7% slower in the same run (cause not investigated).
 
 Reads: a decoded kernel with its tile parameters bound; the target; the problem sizes. Writes: ``space.threads``,
-``space.stages`` and ``space.index_bits`` only. A kernel the model rejects (infinite cost) is returned unchanged (the provider's
-defaults apply; the verifier and the provider's legality still decide).
+``space.stages`` and ``space.index_bits`` only. A kernel the model rejects (infinite cost) is returned unchanged
+(the provider's defaults apply; the verifier and the provider's legality still decide).
 """
 from __future__ import annotations
 

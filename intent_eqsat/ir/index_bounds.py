@@ -22,23 +22,19 @@ below do not cover: the analysis only narrows what it can prove.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Op, Region, Value
 from intent_eqsat.ir.launch import BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet, \
-    children, evaluate, free_symbols
-from intent_eqsat.ir.spec import access_layout
+    free_symbols
+from intent_eqsat.ir.spec import ACCESS_OPS, access_layout
 from intent_eqsat.ir.types import FragmentType, ScalarType, Type
 
 #: an index computation narrowed to 32 bits is exact while every bound is below this
 INDEX32_LIMIT = 1 << 31
-#: ops whose index-typed results are never bounded (their values come from memory or a carried state)
-_FROM_MEMORY = ("load", "gather", "atomic_rmw", "atomic_cas", "atomic_load", "buffer_load", "bitcast")
 #: magnitude of a value converted to ``index`` from a narrower integer type
 _CAST_FROM = {"i1": 1, "i8": 1 << 7, "u8": (1 << 8) - 1, "i16": 1 << 15, "u16": (1 << 16) - 1, "i32": 1 << 31}
-_ACCESSES = ("load", "gather", "store", "scatter", "scatter_reduce", "atomic_rmw", "atomic_cas", "atomic_load",
-             "atomic_store")
 
 
 class _NoBound(Exception):
@@ -213,15 +209,15 @@ class _Bounds:
 
     def op(self, op: Op) -> None:
         name = op.name
-        if name in _ACCESSES:
+        if name in ACCESS_OPS:
             self.access(op)
         handler = getattr(self, "op_" + name, None)
         if handler is not None:
             handler(op)
             return
         if any(_has_index(r.type) for r in op.results):
-            if name in _FROM_MEMORY:
-                raise _NoBound(f"{name} produces index values from memory")
+            if name in ACCESS_OPS or name == "bitcast":
+                raise _NoBound(f"{name} produces index values from memory or from raw bits")
             self.elementwise(op)
         for r in op.regions:
             raise _NoBound(f"{name} has a region the rules do not follow")
@@ -286,14 +282,10 @@ class _Bounds:
         else:
             raise _NoBound(f"index converted from {src}")
 
-    def op_cmp(self, op: Op) -> None:
-        pass
-
     # -- accesses -------------------------------------------------------------------------------------------
     def access(self, op: Op) -> None:
         """An access's element offset ``offset + sum(coord_i * stride_i)`` over its index coordinates."""
-        res = op.operands[0]
-        a = self.abi.get(res.name)
+        a = self.abi.get(op.operands[0].name)
         if a is None or not a.is_view:
             return                                  # a register buffer: its coordinates are bounded values
         n_coords, _ = access_layout(op.name, len(op.operands), bool(op.attrs.get("valid")))
@@ -397,7 +389,7 @@ def _prune(terms: list[LaunchExpr]) -> list[LaunchExpr]:
     return kept
 
 
-def index_bounds(kernel: Kernel, params: "Iterable[str]" = ()) -> list[LaunchExpr] | None:
+def index_bounds(kernel: Kernel, params: Iterable[str] = ()) -> list[LaunchExpr] | None:
     """The launch-time bounds of every index value of ``kernel`` (see the module docstring), or None when some
     index value has none. ``params`` names the module's physical parameters (positive; the bounds keep them as
     symbols, so they hold for every Config of the candidate set)."""
@@ -407,10 +399,4 @@ def index_bounds(kernel: Kernel, params: "Iterable[str]" = ()) -> list[LaunchExp
         return None
 
 
-def fits_index32(bounds: list[LaunchExpr], symbols: Mapping[str, int], views: Mapping | None = None) -> bool:
-    """Whether every bound evaluates below :data:`INDEX32_LIMIT` at this launch (``symbols``/``views`` as for
-    :func:`intent_eqsat.ir.launch.evaluate`)."""
-    return all(int(evaluate(b, symbols, views)) < INDEX32_LIMIT for b in bounds)
-
-
-__all__ = ["INDEX32_LIMIT", "fits_index32", "index_bounds", "magnitude"]
+__all__ = ["INDEX32_LIMIT", "index_bounds", "magnitude"]

@@ -14,11 +14,9 @@ from intent_eqsat.providers.errors import Unsupported
 from intent_eqsat.providers.loader import load_source
 from intent_eqsat.providers.triton import serialize
 
-from tests.interp.helpers import ROOT, assert_matches, copy_args, generic_inputs, run_launcher
+from tests.interp.helpers import ROOT, SMALL, assert_matches, copy_args, generic_inputs, run_launcher
 
 CORPUS = sorted((ROOT / "examples" / "corpus").glob("*.kir"))
-#: tiny shapes: constructed programs are one program per output element, and Triton's interpreter is ~50 us/op
-SMALL = (3, 2, 4, 2, 3, 2)
 
 
 def _program(path: Path):

@@ -4,13 +4,12 @@ computes what the 64-bit one does, the launcher falls back to 64 bits when a bou
 narrows streaming programs while contract programs keep 64 bits."""
 from __future__ import annotations
 
+import importlib
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-import importlib
 
 from intent_eqsat.errors import InterpretError
 from intent_eqsat.ir import interpret as ir_interpret
@@ -20,11 +19,9 @@ from intent_eqsat.ir.launch import BinOp, Sym, ViewMeta, evaluate
 from intent_eqsat.providers.loader import load_source
 from intent_eqsat.providers.triton import serialize
 
-from tests.interp.helpers import ROOT, assert_matches, copy_args, generic_inputs, gir_kernels, load_gir, \
-    run_launcher
+from tests.interp.helpers import LOOSE, ROOT, SMALL, assert_matches, copy_args, generic_inputs, gir_kernels, \
+    load_gir, run_launcher
 from tests.interp.programs import PROGRAMS
-from tests.interp.test_corpus import SMALL
-from tests.interp.test_triton_interp import LOOSE
 
 #: the interpreter module (``intent_eqsat.ir.interpret`` the attribute is the function)
 _interp = importlib.import_module("intent_eqsat.ir.interpret")
@@ -131,8 +128,8 @@ def test_bounds_hold_on_every_index_value(case, monkeypatch) -> None:
 
 def test_the_bounds_cover_the_streaming_corpus() -> None:
     """Each kernel the narrowed tests run really has bounds (a rule regression would silently skip them)."""
-    missing = [n for n in NARROWED_CORPUS
-               if index_bounds(_constructed(n).kernels[0], [p.name for p in _constructed(n).params]) is None]
+    programs = {n: _constructed(n) for n in NARROWED_CORPUS}
+    missing = [n for n, m in programs.items() if index_bounds(m.kernels[0], [p.name for p in m.params]) is None]
     assert not missing, f"no index bounds for {missing}"
 
 

@@ -14,14 +14,13 @@ from intent_eqsat.ir import interpret, parse_module, verify
 from intent_eqsat.providers.loader import load_source
 from intent_eqsat.providers.triton import serialize
 
-from tests.interp.helpers import GEMM, assert_matches, copy_args, generic_inputs, gir_kernels, load_gir, \
+from tests.interp.helpers import GEMM, LOOSE, assert_matches, copy_args, generic_inputs, gir_kernels, load_gir, \
     run_launcher
 from tests.interp.programs import ABI_GIR, PROGRAMS
 
 pytestmark = pytest.mark.usefixtures("interpret_mode")
 
 #: outputs whose provider spelling is licensed to differ more (tf32 inputs: the interpreter's tl.dot is f32)
-LOOSE = {("shapes", "DOT32"): (2e-2, 2e-2)}
 
 
 def _generate(module, kernel: str, gen_dir, params=None, target: str = "sm90"):

@@ -13,7 +13,8 @@ The generated code calls only Triton builtins (``tl.reduce``, ``tl.associative_s
 imported, so avoiding them lets a process both interpret and AOT-compile generated modules.
 
 Conventions of the generated code: every IR value is a Triton value of exactly its IR dtype (``index`` is int64,
-scalars are 0-d tensors, so no implicit promotion ever applies); the linear program coordinate is
+or the ``IDX`` constexpr the launcher picks when the program permits 32-bit index arithmetic and its index bounds
+hold; scalars are 0-d tensors, so no implicit promotion ever applies); the linear program coordinate is
 ``tl.program_id(0)`` of a 1-D grid whose size is the program space's LaunchExpr; each op's line ends with
 ``# <KIR origin>`` when the op has one.
 """
@@ -476,7 +477,7 @@ class _Printer:
         raise AssertionError(e.op)
 
     def rt_le(self, e: LaunchExpr) -> str:
-        """A run-time int64 (or i1) Triton expression of a LaunchExpr (the body side of IR-3.1)."""
+        """A run-time index (or i1) Triton expression of a LaunchExpr (the body side of IR-3.1)."""
         from intent_eqsat.providers.triton.legalize import _param_only
         if _param_only(e, self.p.params):
             return f"tl.cast({self.const_le(e)}, {self.ix})"

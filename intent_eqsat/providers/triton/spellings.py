@@ -21,10 +21,10 @@ _A = "; approximate=true: "
 SPELLINGS: dict[str, Spelling] = {
     # values ------------------------------------------------------------------------------------------------
     "const": Spelling("tl.full(shape|(), value rounded to the dtype at serialization, tl.<dtype>)"),
-    "launch": Spelling("tl.cast(<LaunchExpr over kernel args, leaves cast to int64; floor div/mod/ceil_div via "
-                       "_floordiv/_mod/_ceildiv helpers>, tl.<dtype>)",
+    "launch": Spelling("tl.cast(<LaunchExpr over kernel args, leaves cast to the index dtype; floor div/mod/"
+                       "ceil_div via _floordiv/_mod/_ceildiv helpers>, tl.<dtype>)",
                        rejects="tuple-valued expression (provider surface)"),
-    "range": Spelling("tl.arange(0, N).to(tl.int64) [+ start]", rejects="rank != 1 (shared legality)"),
+    "range": Spelling("tl.arange(0, N).to(<index dtype>) [+ start]", rejects="rank != 1 (shared legality)"),
     # unary -------------------------------------------------------------------------------------------------
     "neg": Spelling("-x"),
     "not": Spelling("~x (bitwise on ints, logical on i1)"),
@@ -117,7 +117,7 @@ SPELLINGS: dict[str, Spelling] = {
     # control -----------------------------------------------------------------------------------------------
     "execution_group": Spelling("if off <= lin < off + len: row-major (or grouped) decode of lin - off"),
     "if": Spelling("if c: ... else: ... (results assigned in both branches)"),
-    "for": Spelling("for _iv in range(lb, ub, step): iv = tl.cast(_iv, tl.int64); carried values reassigned"),
+    "for": Spelling("for _iv in range(lb, ub, step): iv = tl.cast(_iv, <index dtype>); carried values reassigned"),
     "while": Spelling("cond body; while c: body; cond body again (results = the cond region's values)"),
     "yield": Spelling("assignment of the parent's carried/result variables"),
 }
