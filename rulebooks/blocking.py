@@ -99,6 +99,12 @@ class LiftCtx(__import__("egglog").Expr, egg_sort="IeLiftCtx"):
         ``k < ub`` mask, ``tiles`` the sizes of b0, b1, b2."""
 
     @classmethod
+    def red_in(cls, depth: i64Like, coord: Val, tail: Val, tiles: LEs, inner: i64Like, acc: Ty) -> LiftCtx:
+        """Inside a reduction loop nested in a member lifted by ``red(depth, coord, tail, tiles)`` (e.g. a score
+        that is itself a sum over ``d``): as ``red``; the nested loop's induction variable ``Arg(inner, 0)`` stays,
+        its accumulator ``Arg(inner, 1)`` becomes of the widened type ``acc``."""
+
+    @classmethod
     def scan(cls, depth: i64Like, coord: Val, tail: Val, tiles: LEs, bit: i64Like) -> LiftCtx:
         """A prefix loop's member over the tile of the blocked axis it scans (``lift_prefix_scan``): the loop's
         induction variable ``Arg(depth, 0)`` becomes that axis's tile coordinate ``coord`` (axis mask ``bit``),

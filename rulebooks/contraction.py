@@ -12,7 +12,10 @@ Legality: ``blocking.contract_loop``: the member is ``mul(broadcast(a), broadcas
 (same-dtype add reduction of a float multiply), ``a`` a load over ``b0`` whose last coordinate is the loop's
 induction variable and ``b`` a load over ``b1`` whose second-to-last coordinate is it (``A[.., m, k]``,
 ``B[.., k, n]``), each optionally converted by a ``cast`` to the accumulator dtype, their validity masks carrying a
-zero fill; the loop steps by one (every member is summed once). ``contraction.operand_cast``: both operands are
+zero fill; the loop steps by one (every member is summed once). ``contraction.contract_loop_t_*``: the same with an
+accumulator over ``(b0, b2)`` (a score tile of ``online_tiles``: rows by keys) and ``b`` a load over ``b2`` whose
+*last* coordinate is the induction variable (``B[.., n, k]``: attention's ``K[j, d]``), up to two leading uniform
+coordinates on each operand. ``contraction.operand_cast``: both operands are
 f16 (or both bf16) widened to an f32 accumulator (their products are exact in f32, so the contract computes the
 same sums). ``contraction.bias_into_init`` (accumulator fusion): an ``add`` whose operand is the result of a
 ``reduce = add`` loop started from zero, the other operand of the same type independent of the loop (loads,
@@ -20,7 +23,8 @@ constants, broadcasts, casts of those), never across a cast (the add consumes th
 
 Rewrites: ``for k in [lb, ub) step 1: acc + a(k) * b(k)`` -> ``for k0 in [lb, ub) step TK: contract(A tile
 [T0, TK], B tile [TK, T1], acc)`` with the tiles loaded at ``k0 + range(TK)`` under ``k < ub`` (fill 0, so a tail
-member contributes 0 * 0 = 0); ``contract(cast(a16), cast(b16), acc)`` -> ``contract(a16, b16, acc)``;
+member contributes 0 * 0 = 0); the transposed form loads ``B[.., n, k0:k0+TK]`` as a ``[TN, TK]`` tile (the reduction
+tile's axis is ``b3``) contracted along its axis 1; ``contract(cast(a16), cast(b16), acc)`` -> ``contract(a16, b16, acc)``;
 ``add(for(.., init 0), y)`` -> ``for(.., init y)``.
 
 Preserves: the value of every sum up to reassociation of its members (PASS-4 "reassociate ordinary reduce",
@@ -172,6 +176,68 @@ def _contract_loop_rules() -> list:
     return R
 
 
+def _contract_loop_transposed_rules() -> list:
+    """``for k step 1: acc + a(k) * b(k)`` with the accumulator over ``(b0, b2)`` (a score tile: rows by keys,
+    ``rulebooks.online_tiles``) and ``b`` read as ``B[.., n, k]`` (the reduction coordinate last: attention's
+    ``K[j, d]``) -> a K-tiled contract whose right operand tile is ``[TN, TK]``, contracted along its axis 1 (the
+    reduction tile's axis is ``b3``)."""
+    R = []
+    dt = var("dt", String)
+    lb, ub, st, x0, y, va, vb, rows, cols = vars_("lb ub st x0 y va vb rows cols", Val)
+    viewa, viewb = vars_("viewa viewb", Val)
+    pre = list(vars_("pa0 pa1 pb0 pb1", Val))
+    attrs, rya, ya, ma, mb, pm, cs_a, cs_b, fa_rest, fb_rest, ka_m, kb_m, cattrs = vars_(
+        "attrs rya ya ma mb pm cs_a cs_b fa_rest fb_rest ka_m kb_m cattrs", AMap)
+    adt, bdt = vars_("adt bdt", String)
+    d = var("d", i64)
+    t0, tn = vars_("t0 tn", LE)
+    ty = _frag(dt, [t0, tn], ["b0", "b2"])
+    iv = Val.arg(d, 0, INDEX)
+    acc = Val.arg(d, 1, ty)
+    ka = Val.op("broadcast", P.vals(iv), ka_m, _frag("index", [t0], ["b0"]))
+    kb = Val.op("broadcast", P.vals(iv), kb_m, _frag("index", [tn], ["b2"]))
+    tkle = LE.sym(TILE_K)
+    kc_ty = _frag("index", [tkle], ["b3"])
+    kc = Val.op("add", P.vals(_bcast(iv, [], kc_ty), Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(),
+                kc_ty)
+    kt = Val.op("cmp", P.vals(kc, _bcast(ub, [], kc_ty)), P.amap(pred=A.str_("lt")), _frag("i1", [tkle], ["b3"]))
+    a_ix, b_ix = _frag("index", [t0, tkle], ["b0", "b3"]), _frag("index", [tn, tkle], ["b2", "b3"])
+    a_i1, b_i1 = _frag("i1", [t0, tkle], ["b0", "b3"]), _frag("i1", [tn, tkle], ["b2", "b3"])
+    a_valid = Val.op("and", P.vals(_bcast(va, [0], a_i1), _bcast(kt, [1], a_i1)), AMap.nil(), a_i1)
+    b_valid = Val.op("and", P.vals(_bcast(vb, [0], b_i1), _bcast(kt, [1], b_i1)), AMap.nil(), b_i1)
+    for n_pre in (0, 1, 2):                  # leading (batch, head) coordinates, uniform over the tile
+        pa, pb = pre[:n_pre], pre[2:2 + n_pre]
+        la = Val.op("load", P.vals(viewa, *pa, rows, ka, va), fa_rest, _frag(adt, [t0], ["b0"]))
+        lb_ = Val.op("load", P.vals(viewb, *pb, cols, kb, vb), fb_rest, _frag(bdt, [tn], ["b2"]))
+        a_tile = Val.op("load", P.vals(viewa, *[_bcast(p, [0], a_ix) for p in pa], _bcast(rows, [0], a_ix),
+                                       _bcast(kc, [1], a_ix), a_valid), fa_rest, _frag(adt, [t0, tkle], ["b0", "b3"]))
+        b_tile = Val.op("load", P.vals(viewb, *[_bcast(p, [0], b_ix) for p in pb], _bcast(cols, [0], b_ix),
+                                       _bcast(kc, [1], b_ix), b_valid), fb_rest, _frag(bdt, [tn, tkle], ["b2", "b3"]))
+        for cast in (0, 1):
+            ea = Val.op("cast", P.vals(la), cs_a, _frag(dt, [t0], ["b0"])) if cast else la
+            eb = Val.op("cast", P.vals(lb_), cs_b, _frag(dt, [tn], ["b2"])) if cast else lb_
+            ta = Val.op("cast", P.vals(a_tile), cs_a, _frag(dt, [t0, tkle], ["b0", "b3"])) if cast else a_tile
+            tb = Val.op("cast", P.vals(b_tile), cs_b, _frag(dt, [tn, tkle], ["b2", "b3"])) if cast else b_tile
+            member = Val.op("mul", P.vals(Val.op("broadcast", P.vals(ea), ma, ty),
+                                         Val.op("broadcast", P.vals(eb), mb, ty)), pm, ty)
+            loop = P.for1(lb, ub, st, x0, attrs, ty, d, Val.op("add", P.vals(acc, member), ya, ty), rya)
+            contract = Val.op("contract", P.vals(ta, tb, acc), P.amap(lhs_contract=_ints([1]),
+                                                                   rhs_contract=_ints([1])), ty)
+            new = P.for1(lb, ub, Val.op("launch", Vals.nil(), P.amap(expr=A.le(tkle)), INDEX), x0, attrs, ty, d,
+                         contract, rya)
+            facts = [eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
+                     eq(ka_m).to(P.amap(dims=_ints([]))), eq(kb_m).to(P.amap(dims=_ints([]))),
+                     eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1)),
+                     CAttr(attrs, "reduce", A.str_("add")),
+                     CAttr(fa_rest, "fill", A.float_("0.0")), CAttr(fb_rest, "fill", A.float_("0.0"))]
+            name = f"contraction.contract_loop_t_b{n_pre}_c{cast}{cast}"
+            R.append((name, rule(eq(y).to(loop), *facts, name=name).then(union(y).with_(new)),
+                      "for k step 1: acc[m, n] + bcast(A[.., m, k]) * bcast(B[.., n, k])  ==  for k0 step TK: "
+                      "contract(A[.., m, k0:k0+TK], B[.., n, k0:k0+TK] along its axis 1, acc)  (an ordinary sum: "
+                      "members regrouped; tail members load 0)"))
+    return R
+
+
 def _operand_and_init_rules() -> list:
     R = []
     a, b, accv, y, x0, lb, ub, st = vars_("a b accv y x0 lb ub st", Val)
@@ -210,7 +276,7 @@ ANALYSIS_RULES = _SUPPORT_RULES
 for _name, _rule, _law in _SUPPORT_RULES:
     SUPPORT.append(_rule)
 
-_RULES = _contract_loop_rules() + _operand_and_init_rules()
+_RULES = _contract_loop_rules() + _contract_loop_transposed_rules() + _operand_and_init_rules()
 
 
 def rules():

@@ -49,7 +49,9 @@ from intent_eqsat.rules.registry import rule as named
 from intent_eqsat.rules.sorts import A, AMap, LEs, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
 
 GROUP = "online"
-ORDER = 35
+#: before ``online_tiles`` (29) and contraction (30), which contracts the score loops that group lifts over key
+#: tiles (PASS-3.4 orders neither)
+ORDER = 28
 RULESET = ruleset(name=GROUP)
 #: the ``OnlineRe`` re-expression: a terminating structural recursion, saturated before every iteration (so a score
 #: of any depth is related in one iteration, not one iteration per level)

@@ -24,6 +24,13 @@ that reads a loop of its own iteration has none, so that loop is left as it is) 
 variable; the carried value ranges over one ownership axis (``b0`` or ``b1``: ``BLOCKED_CARRIES``); the element
 type is a float with an identity for the combiner (add 0, mul 1, max -inf, min +inf).
 
+``reduction.demand_key_tile`` (for ``online_tiles``): a ``reduce = add`` loop over ``(b0, b1)`` whose member is
+``broadcast(exp(s - m)) * broadcast(w1)`` (a normalized summary's moment with a per-row score and a per-column
+weight) gets its score and weight lifted over a key tile (the parameter ``TILE_N``, axis ``b2``); in key-tile
+contexts only, a member that is itself a step-1 reduction loop of a float type with bounds that do not read the
+lifted loop lifts as one loop whose accumulator is widened by ``b2`` (``reduction.lift_nested_loop``; the nested
+loop's induction variable stays, its accumulator is the widened one, ``LiftCtx.red_in``).
+
 Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c,
 x)})``; ``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))``; ``for k in [lb, ub) step 1 {reduce = c}:
 c(acc, x(k))`` -> ``for k0 in [lb, ub) step TR {reduce = c}: c(acc, reduce(select(k0 + range(TR) < ub, x(k0 +
@@ -56,11 +63,15 @@ GROUP = "reduction"
 ORDER = 21
 RULESET = ruleset(name=GROUP)
 SUPPORT = ruleset(name="reduction_support")
-ANALYSES = (P.ANALYSIS, P.DEPS, B.SUPPORT, SUPPORT)
+ANALYSES = (P.ANALYSIS, P.DEPS, B.SUPPORT, SUPPORT)  # + NESTED, appended below
 
 INDEX = Ty.scalar("index")
 #: the member tile parameter (bound by the optimizer after extraction, ``intent_eqsat.rules.tiles``)
 TILE_R = "TILE_R"
+#: the key tile of a normalized summary's moment (``rulebooks.online_tiles``); its own parameter, so the lifting
+#: contexts of key tiles are distinct terms from the member contexts of this group's blocking (only they lift
+#: nested loops)
+TILE_N = "TILE_N"
 B2 = 4                                            # the axis mask bit of b2
 #: ``ReduceIdentity(combiner, dtype, value)``: the identity of an ordinary combiner on a float type
 ReduceIdentity = relation("ReduceIdentity", String, String, A)
@@ -106,6 +117,118 @@ def _support_rules() -> list:
         if mask & B2:
             out.append(named(f"reduction.tail_{mask}", rewrite(B.tail(mask, red)).to(
                 B.bcast_to(kt, B2, mask, tiles)), "members past the loop's end are invalid"))
+    return out
+
+
+def key_tiles() -> LEs:
+    """The tile sizes of a key-tile lifting context: ``TILE_B0``, ``TILE_B1``, ``TILE_N``."""
+    return B._les(LE.sym(B.TILE_PARAMS[0]), LE.sym(B.TILE_PARAMS[1]), LE.sym(TILE_N))
+
+
+def key_tile(depth, ub: Val) -> tuple[Val, Val]:
+    """A key tile of the loop at region depth ``depth`` with upper bound ``ub``: its coordinates ``j0 + range(TN)``
+    over ``b2`` and their in-range mask ``j < ub`` (the same terms wherever built)."""
+    tl = [LE.sym(B.TILE_PARAMS[0]), LE.sym(B.TILE_PARAMS[1]), LE.sym(TILE_N)]
+    kc_ty = B._frag("index", B2, tl)
+    kc = Val.op("add", P.vals(Val.op("broadcast", P.vals(Val.arg(depth, 0, INDEX)), P.amap(dims=B._ints([])), kc_ty),
+                              Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(), kc_ty)
+    kt = Val.op("cmp", P.vals(kc, Val.op("broadcast", P.vals(ub), P.amap(dims=B._ints([])), kc_ty)),
+                P.amap(pred=A.str_("lt")), B._frag("i1", B2, tl))
+    return kc, kt
+
+
+def key_ctx(depth, ub: Val) -> "B.LiftCtx":
+    """The lifting context of a loop over a key tile (:func:`key_tile`): its induction variable becomes the tile's
+    coordinates, loads get the in-range mask."""
+    kc, kt = key_tile(depth, ub)
+    return B.LiftCtx.red(depth, kc, kt, key_tiles())
+
+
+def _key_demand_rules() -> list:
+    """A normalized summary's moment ``sum_j exp(s_j - m) * w_j`` with ``s`` per row (``[T0]`` over ``b0``) and ``w``
+    per column (``broadcast(w1)``, ``w1`` over ``b1``): lift ``s`` and ``w1`` over a tile of keys for
+    ``online_tiles`` (demanded here, where the e-graph is small: the lifting analyses cost ~5 s per iteration of a
+    group that runs after ``online``'s re-expressions on attention)."""
+    lb, ub, st, x0, y, s, mx, ex, w1 = vars_("lb ub st x0 y s mx ex w1", Val)
+    attrs, rya, ca, ma, suba, expa, mula = vars_("attrs rya ca ma suba expa mula", AMap)
+    d = var("d", i64)
+    t0, t1 = vars_("t0 t1", LE)
+    ty = Ty.frag_axes("f32", P.les(t0), P.strs("b0"))
+    tyo = Ty.frag_axes("f32", P.les(t0, t1), P.strs("b0", "b1"))
+    dims0, dims1 = P.amap(dims=B._ints([0])), P.amap(dims=B._ints([1]))
+    member = Val.op("mul", P.vals(Val.op("broadcast", P.vals(ex), dims0, tyo),
+                                  Val.op("broadcast", P.vals(w1), dims1, tyo)), mula, tyo)
+    loop = P.for1(lb, ub, st, x0, attrs, tyo, d, Val.op("add", P.vals(Val.arg(d, 1, tyo), member), ca, tyo), rya)
+    ctx = key_ctx(d, ub)
+    return [named("reduction.demand_key_tile", rule(
+        eq(y).to(loop), P.HasAttr(attrs, "reduce", A.str_("add")),
+        eq(ex).to(Val.op("exp", P.vals(Val.op("sub", P.vals(s, mx), suba, ty)), expa, ty)),
+        name="reduction.demand_key_tile").then(B.lift(s, ctx), B.lift(w1, ctx)),
+        "a normalized summary's moment: lift its score and weight over a tile of keys (read by online_tiles)")]
+
+
+def _nested_loop_rules() -> list:
+    """A member that is itself a reduction loop (an attention score ``sum_d q[i, d] * k[j, d]`` read by the loop over
+    ``j``): lifted over the member tile, it runs once for the whole tile, its accumulator widened by ``b2`` (each
+    lane of the widened accumulator sums the same members, in the same order, as the loop did for that member).
+    Legality: one carry of a float type, bounds and step that do not read the lifted loop (the same trip range for
+    every member), an initial value and a yield that lift; the loop reads the lifted loop's induction variable
+    (otherwise ``lift_invariant`` keeps it)."""
+    d, dd, d2, k, mk, mo, mx, my, mb = vars_("d dd d2 k mk mo mx my mb", i64)
+    kc, kt, v, y, x0, y0, lb, ub, st, lx, ly = vars_("kc kt v y x0 y0 lb ub st lx ly", Val)
+    tiles = key_tiles()
+    t, at, ty = vars_("t at ty", Ty)
+    c = var("c", B.LiftCtx)
+    attrs, rya = vars_("attrs rya", AMap)
+    dt = var("dt", String)
+    red = B.LiftCtx.red(d, kc, kt, tiles)
+    inner = B.LiftCtx.red_in(d, kc, kt, tiles, dd, at)
+    outer_bits = (i64(1) << d) | (i64(1) << (d + P.IV_BITS))
+    out = [
+        named("reduction.ctx_tiles_in", rule(eq(c).to(inner), name="reduction.ctx_tiles_in").then(
+            union(B.ctx_tiles(c)).with_(tiles)), "the tiles of a nested-loop context"),
+        named("reduction.lift_iv_in", rewrite(B.lift(Val.arg(d, 0, INDEX), inner)).to(kc),
+              "the lifted loop's induction variable -> k0 + range(TR), also inside the nested loop"),
+        named("reduction.lift_inner_iv", rewrite(B.lift(Val.arg(dd, 0, t), inner)).to(Val.arg(dd, 0, t)),
+              "the nested loop's induction variable is uniform over the member tile"),
+        named("reduction.lift_inner_acc", rewrite(B.lift(Val.arg(dd, 1, t), inner)).to(Val.arg(dd, 1, at)),
+              "the nested loop's accumulator is the widened accumulator"),
+        named("reduction.lift_other_arg_in", rewrite(B.lift(Val.arg(d2, k, t), inner)).to(
+            Val.arg(d2, k, t), ne(d2).to(d), ne(d2).to(dd), ne(d2).to(i64(0))),
+            "arguments of other regions are uniform over the member tile"),
+        named("reduction.lift_invariant_in", rule(
+            eq(y).to(B.lift(v, inner)), eq(mk).to(P.Dep(v)),
+            eq(mk & (outer_bits | (i64(1) << dd) | (i64(1) << (dd + P.IV_BITS)))).to(i64(0)),
+            name="reduction.lift_invariant_in").then(union(y).with_(v)),
+            "a value that reads neither loop is uniform over the member tile"),
+    ]
+    for mask in B.ALL_MASKS:
+        if mask & B2:
+            out.append(named(f"reduction.tail_in_{mask}", rewrite(B.tail(mask, inner)).to(
+                B.bcast_to(kt, B2, mask, tiles)), "members past the loop's end are invalid"))
+    loop = P.for1(lb, ub, st, x0, attrs, ty, dd, y0, rya)
+    wide = mo | B2
+    wide_ty = B.frag_ty(dt, wide, tiles)
+    ctx_in = B.LiftCtx.red_in(d, kc, kt, tiles, dd, wide_ty)
+    sa = var("sa", AMap)
+    # a step-1 loop only: a loop this group already blocked holds b2 (TILE_R) member tiles, which a key tile
+    # (b2 as well) cannot be laid over
+    shape = [eq(y).to(B.lift(v, red)), eq(v).to(loop), eq(st).to(Val.op("const", Vals.nil(), sa, INDEX)),
+             P.HasAttr(sa, "value", A.int_(1)), eq(mk).to(P.Dep(v)), ne(mk & outer_bits).to(i64(0)),
+             eq(mo).to(B.MaskOf(v)), eq(mo & B2).to(i64(0)), eq(dt).to(B.DtypeOf(v)), ReduceIdentity("add", dt, var("id0", A))]
+    out.append(named("reduction.demand_nested_loop", rule(*shape, name="reduction.demand_nested_loop").then(
+        B.lift(x0, red), B.lift(lb, red), B.lift(ub, red), B.lift(st, red), B.lift(y0, ctx_in)),
+        "lift a nested loop's bounds, initial value and yield"))
+    out.append(named("reduction.lift_nested_loop", rule(
+        *shape,
+        eq(B.MaskOf(B.lift(lb, red))).to(i64(0)), eq(B.MaskOf(B.lift(ub, red))).to(i64(0)),
+        eq(B.MaskOf(B.lift(st, red))).to(i64(0)),
+        eq(lx).to(B.lift(x0, red)), eq(mx).to(B.MaskOf(lx)), eq(ly).to(B.lift(y0, ctx_in)), eq(my).to(B.MaskOf(ly)),
+        name="reduction.lift_nested_loop").then(
+        union(y).with_(P.for1(lb, ub, st, B.bcast_to(lx, mx, wide, tiles), attrs, wide_ty, dd,
+                              B.bcast_to(ly, my, wide, tiles), rya))),
+        "for d: acc + m(d, k) with k over a member tile == one loop over d whose accumulator holds every member's "
+        "sum (widened by b2; the same members in the same order per lane)"))
     return out
 
 
@@ -255,10 +378,17 @@ def seed(graph) -> None:
 ANALYSIS_RULES = _support_rules()
 for _r in ANALYSIS_RULES:
     SUPPORT.append(_r.egg)
+#: nested-loop lifting, in key-tile contexts only (in this group's member contexts it would lift every score loop
+#: of every reduction member: 4x this group's time on attention, for two-pass variants that lose to the one-pass)
+NESTED = ruleset(name="reduction_nested")
+NESTED_RULES = _nested_loop_rules()
+for _r in NESTED_RULES:
+    NESTED.append(_r.egg)
+ANALYSES = ANALYSES + (NESTED,)
 
 
 def rules() -> list:
-    return _narrow_rules() + _hoist_rules() + _block_rules()
+    return _narrow_rules() + _hoist_rules() + _block_rules() + _key_demand_rules()
 
 
 for _r in rules():

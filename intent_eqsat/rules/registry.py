@@ -46,7 +46,7 @@ HEADINGS = ("Reads", "Legality", "Rewrites", "Preserves", "Invalidates", "Verifi
 SCHEDULES = ("saturate", "backoff")
 #: PASS-3 order of the known groups (documentation; each module states its own ORDER)
 PASS3_ORDER = {"neutralize": 15, "blocking": 20, "reduction": 21, "remat": 22, "mapping": 25, "contraction": 30,
-               "online": 35, "narrowing": 40}
+               "online": 28, "online_tiles": 29, "narrowing": 40}
 
 _ENGINE_FILES = ("sorts.py", "terms.py", "encode.py", "decode.py", "egraph.py", "patterns.py", "facts.py",
                  "schedule.py", "registry.py")

@@ -2,7 +2,8 @@
 
 Blocking and contraction write tile sizes as the symbols ``TILE_B0``, ``TILE_B1`` (ownership tiles of the two
 blocked program axes) and ``TILE_K`` (the contraction's reduction tile); ``rulebooks.reduction`` writes ``TILE_R``
-(the members of an ordinary reduction loop taken per iteration). One lifted body then serves every size, so the e-graph
+(the members of an ordinary reduction loop taken per iteration) and ``rulebooks.online_tiles`` ``TILE_N`` (the keys a
+summary loop takes per iteration: the flash-attention key tile). One lifted body then serves every size, so the e-graph
 holds one variant per *structure* instead of one per structure and size (egglog's cost grows with both).
 
 Extraction compares structures at the domains' middle values (:func:`defaults`); afterwards :func:`choose` costs
@@ -11,7 +12,7 @@ size environment, so nothing is rebuilt), and :func:`bind` writes the best bindi
 The other bindings, ranked, are the optimizer's parameter candidates (the provider's Config set).
 
 Domains come from the target: ownership tiles are the tile candidates at least as wide as the target's warp (a
-narrower tile leaves lanes idle on every target); the contraction tile is a candidate in [16, 128] (a matrix unit
+narrower tile leaves lanes idle on every target; ``TILE_N`` too); the contraction tile is a candidate in [16, 128] (a matrix unit
 needs K >= 16; larger K tiles cost shared memory and pay on skinny problems: 64x4096x4096 ran 1.3x faster with
 K tiles of 128 than 64 on the H200, bench/results/h200_sweep_2026-11-30); a reduction-loop tile is an ownership candidate (its
 members are lanes of one fragment).
@@ -30,7 +31,9 @@ from intent_eqsat.ir.printer import print_module
 OWNERSHIP = ("TILE_B0", "TILE_B1")
 REDUCTION = ("TILE_K",)
 MEMBERS = ("TILE_R",)
-NAMES = OWNERSHIP + REDUCTION + MEMBERS
+#: the key tile of a summary loop taken a tile at a time (``rulebooks.online_tiles``)
+KEYS = ("TILE_N",)
+NAMES = OWNERSHIP + REDUCTION + MEMBERS + KEYS
 K_MIN, K_MAX = 16, 128
 _WORD = re.compile(r"\b(" + "|".join(NAMES) + r")\b")
 
@@ -41,7 +44,7 @@ def domains(target: Any, candidates: Sequence[int]) -> dict[str, tuple[int, ...]
     warp = int(getattr(target, "warp_size", 32) or 32)
     own = tuple(c for c in cands if c >= warp) or (cands[-1],)
     red = tuple(c for c in cands if K_MIN <= c <= K_MAX) or (min(cands, key=lambda c: abs(c - 32)),)
-    return {**{n: own for n in OWNERSHIP + MEMBERS}, **{n: red for n in REDUCTION}}
+    return {**{n: own for n in OWNERSHIP + MEMBERS + KEYS}, **{n: red for n in REDUCTION}}
 
 
 #: the largest member count a sized candidate may give one fragment axis (a whole row of a known extent)
@@ -130,4 +133,4 @@ def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
     return parse_module(bound).kernels[0]
 
 
-__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "SIZED_MAX", "domains", "binding_domains", "defaults", "decls", "used", "choose", "bind"]
+__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "KEYS", "SIZED_MAX", "domains", "binding_domains", "defaults", "decls", "used", "choose", "bind"]
