@@ -104,6 +104,9 @@ class Bench:
     source: str | None = None
     #: groups the optimizer leaves out (default: none): a bench without one group measures what the group buys
     without_groups: tuple = ()
+    #: compile options (``intent_eqsat.compile(options=...)``); attention takes ``numerics=relaxed_normalization``,
+    #: the permission SDPA's flash and cuDNN kernels take for themselves (online rescaling, P rounded to bf16)
+    options: dict | None = None
 
 
 def _g(m: int, n: int, k: int) -> dict:
@@ -129,6 +132,8 @@ _ROWS = (Case("32768x8192", {"M": 32768, "N": 8192}),)
 _ROW_CHECKS = ({"M": 67, "N": 1000},)
 _ROW_TINY = {"M": 5, "N": 37}
 
+_RELAXED = {"numerics": "relaxed_normalization"}
+
 SUITE: tuple[Bench, ...] = (
     Bench("gemm_bf16", "gemm", "gemm",
           (Case("4096^3", _g(4096, 4096, 4096)),
@@ -151,6 +156,11 @@ SUITE: tuple[Bench, ...] = (
           compile_sizes={"Bt": 32, "M": 1024, "N": 1024, "K": 1024}),
     Bench("attention_bf16", "attention", "attention", _ATT_CASES, _ATT_CHECKS,
           {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE),
+    # the flash form (online_tiles) needs the numeric permission; compiled for each head dim of the suite
+    *(Bench(f"attention_bf16_relaxed_d{d}", "attention", "attention", (Case(f"Z4 H32 S4096 d{d}", _att(4096, d)),),
+            tuple(c for c in _ATT_CHECKS if c["D"] == d), {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE,
+            compile_sizes=_att(4096, d), source="attention_bf16", options=_RELAXED)
+      for d in (64, 128)),
     Bench("causal_attention_bf16", "attention", "attention", _ATT_CASES, _ATT_CHECKS,
           {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True),
     # causal narrowing vs the same kernel without the narrowing group, one shape, one run (issue 7 target 1.7x)
@@ -456,7 +466,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                  "kir": str(path.relative_to(ROOT)), "params": kparams, "symbols": _symbols_of(kparams),
                  "outputs": [p["name"] for p in kparams if p["dims"] is not None and p["access"] != "in"],
                  "cases": cases, "checks": checks, "probe": dict(b.probe), "providers": {},
-                 "compile_sizes": dict(b.compile_sizes) if b.compile_sizes else None}
+                 "compile_sizes": dict(b.compile_sizes) if b.compile_sizes else None,
+                 "options": dict(b.options) if b.options else None}
         benches.append(entry)
         _write_manifest(outdir, manifest)                    # a killed compile leaves this entry behind
         # --- compile: the first provider that succeeds gives the program; the others serialize the same one
@@ -468,7 +479,7 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                 try:
                     return _compile_with_timeout(compile_seconds, lambda: intent_eqsat.compile(
                         km, target="sm90", provider=prov, kernel=b.name, optimize=optimize,
-                        sizes=b.compile_sizes, rulebooks=_rulebooks_without(b.without_groups),
+                        sizes=b.compile_sizes, options=b.options, rulebooks=_rulebooks_without(b.without_groups),
                         calibration=tuning or None)), prov, errs
                 except CompileTimeout as err:
                     errs[prov] = {"kind": "CompileTimeout", "type": "CompileTimeout", "stage": None,
