@@ -585,7 +585,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                 if vname in tuning_keys:
                     space = module.kernel(b.name).space
                     e["tuning"] = {"structure": tuning_keys[vname][0], "binding": tuning_keys[vname][1],
-                                   "threads": space.threads, "stages": space.stages}
+                                   "threads": space.threads, "stages": space.stages,
+                                   "index_bits": space.index_bits}
                 e["predicted"] = _predict(module.kernel(b.name), module.params, prov, cases)
         st = [f"{p['provider']}/{p['variant']}:{p['status']}" for p in programs if p["bench"] == b.name]
         print(f"[prepare] {b.name}: {entry['compile_seconds']}s, cost {ck.predicted_cost}, "
@@ -1362,7 +1363,7 @@ def write_tuning(man: dict, rows: list[dict], path: Path, env: dict) -> Path:
         cal.measurements.append(measurement(key["structure"], man.get("target") or "sm90",
                                             sizes[(r["bench"], r["case"])], key["binding"], key["threads"],
                                             key["stages"], r["ms"] * 1e-3, str(env.get("device", "")),
-                                            r["provider"]))
+                                            r["provider"], key.get("index_bits")))
     cal.save(path, device=env.get("device"), date=env.get("date"),
              what="bench/perf.py run: do_bench median of every checked program per (structure, sizes, binding, "
                   "threads, stages, provider)")

@@ -4,7 +4,8 @@ item 3 "keep the measurements as calibration data that the cost model reads, so 
 A measurement says: the program of this *structure* (:func:`fingerprint`: the decoded kernel before its tile
 parameters are bound, with its name and origin left out, so two kernels are one structure exactly when their
 programs are the same), at these problem ``sizes``, with this tile ``binding``, launched with ``threads`` and
-``stages``, ran in ``seconds`` on ``device`` (median of ``triton.testing.do_bench``). ``bench/tile_sweep.py run``
+``stages`` (and, where the run knew it, with ``index_bits``-wide index arithmetic), ran in ``seconds`` on ``device``
+(median of ``triton.testing.do_bench``). ``bench/tile_sweep.py run``
 writes them; ``Calibration.load`` reads one or more files.
 
 How the optimizer uses them (:meth:`Calibration.rerank`): among the bindings of the extracted structure at the
@@ -13,7 +14,10 @@ holds illegal: it compiled, ran and was checked), an unmeasured one its predicti
 measured/predicted ratio of the measured ones (the model's worst known miss at this shape: an unmeasured binding
 displaces a measured one only when even that miss leaves it faster), so measured bindings are ranked by what they
 measured and the rest stay comparable.
-The threads/stages of the fastest launch of the chosen binding are bound into the program instead of the model's.
+The threads/stages (and the index width, when measured) of the fastest launch of the chosen binding are bound into
+the program instead of the model's: the index width is a measured choice where a measurement says so (flash
+attention ran 1.07-1.09x faster with 32-bit offsets on the H200, where the model's rule - 64 bits for tensor-core
+programs, from the GEMMs - would keep 64; ``extract/resources.py``).
 Nothing is keyed by kernel name; a structure or size with no measurement is ranked by the model alone (with a
 remark: measurements of a program whose structure a rule change altered stop matching, and that should show).
 """
@@ -64,11 +68,16 @@ class Measurement:
     seconds: float
     device: str = ""
     provider: str = "triton"
+    #: the index arithmetic's width the program ran with (None: not recorded, the older measurements)
+    index_bits: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"fingerprint": self.fingerprint, "target": self.target, "provider": self.provider,
-                "sizes": dict(self.sizes), "binding": dict(self.binding), "threads": self.threads,
-                "stages": self.stages, "seconds": self.seconds, "device": self.device}
+        out = {"fingerprint": self.fingerprint, "target": self.target, "provider": self.provider,
+               "sizes": dict(self.sizes), "binding": dict(self.binding), "threads": self.threads,
+               "stages": self.stages, "seconds": self.seconds, "device": self.device}
+        if self.index_bits is not None:
+            out["index_bits"] = self.index_bits
+        return out
 
 
 def _key(d: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
@@ -77,10 +86,10 @@ def _key(d: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
 
 def measurement(kernel_structure: "Kernel | str", target: str, sizes: Mapping[str, int], binding: Mapping[str, int],
                 threads: int | None, stages: int | None, seconds: float, device: str = "",
-                provider: str = "triton") -> Measurement:
+                provider: str = "triton", index_bits: int | None = None) -> Measurement:
     fp = kernel_structure if isinstance(kernel_structure, str) else fingerprint(kernel_structure)
     return Measurement(fp, str(target), _key(sizes), _key(binding), threads, stages, float(seconds), device,
-                       provider)
+                       provider, None if index_bits is None else int(index_bits))
 
 
 @dataclass
@@ -111,7 +120,8 @@ class Calibration:
                         str(m["fingerprint"]), str(m["target"]), _key(m["sizes"]), _key(m["binding"]),
                         None if m.get("threads") is None else int(m["threads"]),
                         None if m.get("stages") is None else int(m["stages"]), float(m["seconds"]),
-                        str(m.get("device", "")), str(m.get("provider", "triton"))))
+                        str(m.get("device", "")), str(m.get("provider", "triton")),
+                        None if m.get("index_bits") is None else _index_bits(m["index_bits"])))
                 except (KeyError, TypeError, ValueError) as err:
                     raise CalibrationError(f"measurement {i}: {type(err).__name__}: {err}", str(path)) from None
         return out
@@ -158,6 +168,13 @@ class Calibration:
         order = {id(b): i for i, (_, b) in enumerate(ranked)}
         out.sort(key=lambda cb: (cb[0], order[id(cb[1])]))
         return out, used
+
+
+def _index_bits(v: Any) -> int:
+    from intent_eqsat.ir.core import INDEX_BITS
+    if int(v) not in INDEX_BITS:
+        raise ValueError(f"index_bits {v!r} is not one of {', '.join(map(str, INDEX_BITS))}")
+    return int(v)
 
 
 def binding_key(binding: Mapping[str, int]) -> tuple[tuple[str, int], ...]:

@@ -350,6 +350,7 @@ def _calibrated(cost: Any, target: str, decoded: Kernel, fp: str, ranked: list) 
     remark = (f"kernel {decoded.name}: tile binding ranked with {len(used)} measured binding(s) of this program "
               f"structure ({fp}) at these sizes; pick {reranked[0][1]}"
               + (f" measured {best.seconds * 1e3:.4g} ms with {best.threads} threads, {best.stages} stages"
+                 + (f", {best.index_bits}-bit index arithmetic" if best.index_bits else "")
                  if best is not None else " (not measured: model cost x the worst measured miss)"))
     return reranked, best, remark
 
@@ -438,9 +439,10 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     best_cost, best = ranked[0]
     resources = _resource_binder(cost, target)
     bound = resources(TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls)))
-    if measured is not None and (measured.threads or measured.stages):
+    if measured is not None and (measured.threads or measured.stages or measured.index_bits):
         bound = replace(bound, space=replace(bound.space, threads=measured.threads or bound.space.threads,
-                                             stages=measured.stages or bound.space.stages))
+                                             stages=measured.stages or bound.space.stages,
+                                             index_bits=measured.index_bits or bound.space.index_bits))
     try:
         ir.verify(_module_with(program, bound, options, target))
     except VerificationError as err:

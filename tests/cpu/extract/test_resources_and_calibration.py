@@ -226,3 +226,29 @@ def test_the_committed_h200_tuning_file_still_names_the_programs_this_compiler_e
                key=lambda m: m.seconds)
     assert kr.binding == dict(best.binding)
     assert (kr.kernel.space.threads, kr.kernel.space.stages) == (best.threads, best.stages)
+
+
+def test_a_measured_index_width_is_bound_and_round_trips(tmp_path):
+    """The index width is a measured choice where a measurement records it: a tensor-core program (the model binds
+    64 bits) measured fastest with 32-bit index arithmetic is bound 32 and launched with IDX = tl.int32 when its
+    offsets fit; an index width outside 32/64 in a tuning file is a CalibrationError naming the file."""
+    res = _optimized(GEMM, BIG)
+    assert res.kernels["gemm_bf16"].kernel.space.index_bits == 64                    # the model's rule
+    pick = res.kernels["gemm_bf16"].binding
+    fp = res.kernels["gemm_bf16"].fingerprint
+    cal = Calibration([measurement(fp, "sm90", BIG, pick, 256, 3, 2e-3, index_bits=64),
+                       measurement(fp, "sm90", BIG, pick, 256, 3, 1e-3, index_bits=32)])
+    path = tmp_path / "t.json"
+    cal.save(path, device="test")
+    loaded = Calibration.load(path)
+    assert sorted(m.index_bits for m in loaded.measurements) == [32, 64]
+    kr = _optimized(GEMM, BIG, loaded).kernels["gemm_bf16"]
+    assert kr.kernel.space.index_bits == 32 and kr.binding == pick
+    assert any("32-bit index arithmetic" in r for r in kr.remarks)
+    assert "IDX: tl.constexpr" not in intent_eqsat.compile(GEMM, sizes=BIG).source
+    assert "IDX: tl.constexpr" in intent_eqsat.compile(GEMM, sizes=BIG, calibration=str(path)).source
+    doc = json.loads(path.read_text())
+    doc["measurements"][0]["index_bits"] = 16
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CalibrationError, match="t.json: measurement 0: ValueError: index_bits 16"):
+        Calibration.load(path)
