@@ -1,0 +1,126 @@
+"""A/B of launch variants of the compiled attention programs on the GPU: index width (the program as generated vs
+every ``tl.int64`` spelled ``tl.int32``, exact at the suite shapes: all offsets stay below 2**31) and num_warps /
+num_stages, each checked against torch float64 and timed with ``triton.testing.do_bench`` medians next to SDPA's
+flash and cuDNN backends in the same run.
+
+    python bench/attention_ab.py prepare --out build/att_ab [--calibration bench/calibration/tuning_h200.json]
+    # on the H200 (carry build/att_ab):
+    python3 bench/attention_ab.py run --in build/att_ab
+
+``prepare`` compiles ``bench/suite/attention_bf16.kir`` with ``numerics=relaxed_normalization`` for each head dim
+of the suite (the programs ``bench/perf.py`` times) and writes both spellings; ``run`` imports the generated modules
+only (nothing of intent_eqsat) and prints one table, ratios last (anchor time / ours, > 1: ours is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = {64: {"Z": 4, "H": 32, "S": 4096, "T": 4096, "D": 64}, 128: {"Z": 4, "H": 32, "S": 4096, "T": 4096, "D": 128}}
+#: (num_warps, num_stages) tried besides the program's own
+LAUNCHES = ((4, 2), (4, 3), (4, 4), (8, 2), (8, 3))
+
+
+def prepare(out: Path, calibration: str | None) -> None:
+    sys.path.insert(0, str(ROOT))
+    import intent_eqsat
+    (out / "gen").mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for d, sizes in SHAPES.items():
+        ck = intent_eqsat.compile(str(ROOT / "bench" / "suite" / "attention_bf16.kir"), target="sm90",
+                                  provider="triton", options={"numerics": "relaxed_normalization"}, sizes=sizes,
+                                  calibration=calibration)
+        src = next(iter(ck.sources.values())) if isinstance(ck.sources, dict) else ck.sources
+        space = ck.program.kernels[0].space
+        for width, text in (("i64", src), ("i32", src.replace("tl.int64", "tl.int32"))):
+            name = f"attention_d{d}_{width}"
+            (out / "gen" / f"{name}.py").write_text(text)
+            manifest.append({"name": name, "d": d, "width": width, "sizes": sizes, "threads": space.threads,
+                             "stages": space.stages, "remarks": list(ck.remarks)})
+        print(f"[prepare] d{d}: {space.threads} threads, {space.stages} stages; {'; '.join(ck.remarks)[:200]}")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run(src: Path) -> None:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from triton.testing import do_bench
+
+    manifest = json.loads((src / "manifest.json").read_text())
+    torch.manual_seed(0)
+    rows, anchors = [], {}
+    inputs = {}
+    for d, sz in SHAPES.items():
+        shape = (sz["Z"], sz["H"], sz["S"], sz["D"])
+        q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        scale = 1.0 / d ** 0.5
+        ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), scale=scale)
+        inputs[d] = (q, k, v, scale, ref)
+        for label, backend in (("SDPA flash", SDPBackend.FLASH_ATTENTION), ("SDPA cuDNN", SDPBackend.CUDNN_ATTENTION)):
+            with sdpa_kernel(backend):
+                anchors[(d, label)] = do_bench(lambda: F.scaled_dot_product_attention(q, k, v, scale=scale),
+                                               warmup=50, rep=300)
+    for entry in manifest:
+        d = entry["d"]
+        q, k, v, scale, ref = inputs[d]
+        mod = _load(src / "gen" / f"{entry['name']}.py")
+        launches = [(entry["threads"] // 32, entry["stages"])] + [l for l in LAUNCHES
+                                                                 if l != (entry["threads"] // 32, entry["stages"])]
+        for warps, stages in launches:
+            o = torch.empty_like(q)
+
+            def call():
+                mod.launch(q, k, v, scale, o, num_warps=warps, num_stages=stages)
+            try:
+                call()
+                torch.cuda.synchronize()
+                err = ((o.double() - ref).norm() / ref.norm()).item()
+                ms = do_bench(call, warmup=50, rep=300) if err < 1e-2 else None
+            except Exception as exc:            # noqa: BLE001 - a launch the compiler rejects is a row, not a crash
+                err, ms = float("nan"), None
+                print(f"{entry['name']} w{warps} s{stages}: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
+            rows.append((entry["name"], warps, stages, err, ms, anchors[(d, "SDPA flash")],
+                         anchors[(d, "SDPA cuDNN")]))
+            print(f"{entry['name']} w{warps} s{stages}: err {err:.1e} ms {ms}", flush=True)
+    print("\nprogram               warps stages  rel_l2     ms   vs SDPA flash  vs SDPA cuDNN   TFLOP/s")
+    for name, w, s, err, ms, fl, cu in rows:
+        sz = SHAPES[int(name.split("_d")[1].split("_")[0])]
+        flops = 4 * sz["Z"] * sz["H"] * sz["S"] * sz["T"] * sz["D"]
+        if ms is None:
+            print(f"{name:22s} {w:5d} {s:6d}  {err:8.1e}      -")
+            continue
+        print(f"{name:22s} {w:5d} {s:6d}  {err:8.1e} {ms:7.3f}  {fl / ms:12.3f}x  {cu / ms:12.3f}x  "
+              f"{flops / ms / 1e9:8.0f}")
+    for (d, label), ms in sorted(anchors.items()):
+        print(f"anchor d{d} {label}: {ms:.3f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--out", type=Path, default=ROOT / "build" / "att_ab")
+    p.add_argument("--calibration", default=str(ROOT / "bench" / "calibration" / "tuning_h200.json"))
+    r = sub.add_parser("run")
+    r.add_argument("--in", dest="src", type=Path, default=ROOT / "build" / "att_ab")
+    a = ap.parse_args()
+    if a.cmd == "prepare":
+        prepare(a.out, a.calibration or None)
+    else:
+        run(a.src)
+
+
+if __name__ == "__main__":
+    main()
