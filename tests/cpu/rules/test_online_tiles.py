@@ -49,10 +49,10 @@ def _key_loop(kernel: ir.Kernel) -> ir.Op:
 
 CAUSAL_GAP = pytest.mark.xfail(strict=True, reason=(
     "causal attention gets no online pass once neutralize is in the rulebooks (online.mass never matches; "
-    "without neutralize it does): the access validities simplify differently in the max loop and the sum loop, so "
-    "the summary relation (OnlineRe) does not prove their scores equal; suspected cause: neutralize's argument "
-    "bounds are a hull per region depth, and the rematerialized max loop shares its depth with the head-dim loop "
-    "(issue 7 note)"))
+    "without neutralize it does): neutralize subsumes the nodes it simplifies, and its argument bounds are a hull "
+    "per region depth, so in the constructed program (the max loop nested in the sum loop at the depth of the sum's "
+    "head-dim loop) it proves d < D in the max loop's head-dim loop but not in the sum's; the surviving validity "
+    "terms differ and the summary relation (OnlineRe) cannot prove the two scores equal (issue 7 note)"))
 
 
 @pytest.mark.slow
