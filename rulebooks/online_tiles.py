@@ -60,17 +60,19 @@ def _vals(*xs) -> Vals:
 
 
 def _rules():
-    dt, loc, mloc = vars_("dt loc mloc", String)
+    loc, mloc = vars_("loc mloc", String)
     ds, dm = vars_("ds dm", i64)
     L, N, s, sm, sp, w, w1, ex, e, lb, ub, st, ni, z0, zn, MX, ls, lw = vars_(
         "L N s sm sp w w1 ex e lb ub st ni z0 zn MX ls lw", Val)
-    ma, mya, maxa, suba, expa, mula, ba, wa, sa = vars_("ma mya maxa suba expa mula ba wa sa", AMap)
+    ma, mya, maxa, suba, expa, mula, sa = vars_("ma mya maxa suba expa mula sa", AMap)
     t0, t1 = vars_("t0 t1", LE)
     ty = Ty.frag_axes(DOMAIN, P.les(t0), P.strs("b0"))
     tyo = Ty.frag_axes(DOMAIN, P.les(t0, t1), P.strs("b0", "b1"))
     tr = LE.sym(RED.TILE_N)
     ty_s = Ty.frag_axes(DOMAIN, P.les(t0, tr), P.strs("b0", "b2"))
     ty_w = Ty.frag_axes(DOMAIN, P.les(t1, tr), P.strs("b1", "b2"))
+    b1_row = Ty.frag_axes("i1", P.les(t0), P.strs("b0"))                 # i1 over the rows
+    b1_tile = Ty.frag_axes("i1", P.les(t0, tr), P.strs("b0", "b2"))      # i1 over rows x keys
     no_dims = P.amap(dims=P.alist())
     ctx = RED.key_ctx(ds, ub)
     _, kt = RED.key_tile(ds, ub)
@@ -99,20 +101,16 @@ def _rules():
     def exp_sub(a, b, t):
         return Val.op("exp", _vals(Val.op("sub", _vals(a, b), plain, t)), approx, t)
 
-    def bool_of(t_: Ty) -> Ty:
-        return {id(ty): Ty.frag_axes("i1", P.les(t0), P.strs("b0")),
-                id(ty_s): Ty.frag_axes("i1", P.les(t0, tr), P.strs("b0", "b2"))}[id(t_)]
-
     def red(x, comb, ident):
         return Val.op("reduce", _vals(x), P.amap(axes=P.alist(A.int_(1)), combine=A.str_(comb),
                                                  identity=P.alist(A.float_(ident))), ty)
 
-    score = Val.op("select", _vals(Val.op("broadcast", _vals(kt), dims1, bool_of(ty_s)), ls, splat("-inf", ty_s)),
+    score = Val.op("select", _vals(Val.op("broadcast", _vals(kt), dims1, b1_tile), ls, splat("-inf", ty_s)),
                    plain, ty_s)
     m2 = Val.op("max", _vals(m, red(score, "max", "-inf")), maxa, ty)
-    empty = Val.op("cmp", _vals(m2, ni), P.amap(origin=origin, pred=A.str_("eq")), bool_of(ty))
+    empty = Val.op("cmp", _vals(m2, ni), P.amap(origin=origin, pred=A.str_("eq")), b1_row)
     alpha = Val.op("select", _vals(empty, splat("1.0", ty), exp_sub(m, m2, ty)), plain, ty)
-    p = Val.op("select", _vals(Val.op("broadcast", _vals(empty), dims0, bool_of(ty_s)), splat("0.0", ty_s),
+    p = Val.op("select", _vals(Val.op("broadcast", _vals(empty), dims0, b1_tile), splat("0.0", ty_s),
                                exp_sub(score, Val.op("broadcast", _vals(m2), dims0, ty_s), ty_s)), plain, ty_s)
     l2 = Val.op("add", _vals(Val.op("mul", _vals(l_, alpha), plain, ty), red(p, "add", "0.0")), plain, ty)
     scaled = Val.op("mul", _vals(o, Val.op("broadcast", _vals(alpha), dims0, tyo)), plain, tyo)

@@ -174,7 +174,7 @@ def _nested_loop_rules() -> list:
     Legality: one carry of a float type, bounds and step that do not read the lifted loop (the same trip range for
     every member), an initial value and a yield that lift; the loop reads the lifted loop's induction variable
     (otherwise ``lift_invariant`` keeps it)."""
-    d, dd, d2, k, mk, mo, mx, my, mb = vars_("d dd d2 k mk mo mx my mb", i64)
+    d, dd, d2, k, mk, mo, mx, my = vars_("d dd d2 k mk mo mx my", i64)
     kc, kt, v, y, x0, y0, lb, ub, st, lx, ly = vars_("kc kt v y x0 y0 lb ub st lx ly", Val)
     tiles = key_tiles()
     t, at, ty = vars_("t at ty", Ty)
