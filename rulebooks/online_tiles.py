@@ -1,36 +1,40 @@
 """Online renormalization over key tiles (SPEC PASS-3.4 "contract/reduce realization creates fragments, loops,
 carries and accumulators", PASS-4 "online renormalization (with permission)", "blocking loops and fragment
-accumulators", "mul-sum to contract"): the one-pass summary loop of ``online`` takes a tile of ``TILE_R`` keys per
+accumulators", "mul-sum to contract"): the one-pass summary loop of ``online`` takes a tile of ``TILE_N`` keys per
 iteration - the flash-attention form - when its mass and maximum are per row (``[T0]`` over ``b0``) and its moment
 is a ``[T0, T1]`` tile whose weight is a column value broadcast over the rows (``w = broadcast(w1)``, ``w1`` over
 ``b1``: attention's ``V[j, d]``).
 
 Reads: the summary relations of ``online`` (``OnlineMass``, ``OnlineMax``, ``OnlineSum``: that group runs first and
 its facts stay in the e-graph), the compile-option facts ``OptNumerics``, ``OptOnline``; the summary loops' step
-(``HasAttr``); value types (``ValTy``, ``MaskOf``); the member lifting of ``reduction`` (``LiftCtx.red``: the key
-index becomes ``j0 + range(TR)`` over ``b2``, loads and gathers get the tail validity ``j < ub``) with its
+(``HasAttr``); value types (``ValTy``, ``MaskOf``); the member lifting of ``reduction`` (``LiftCtx.red`` in a key-tile context,
+``reduction.key_ctx``: the key index becomes ``j0 + range(TN)`` over ``b2``, loads and gathers get the tail validity ``j < ub``) with its
 nested-loop lifting (``reduction.NESTED``: a score that is itself a sum over ``d`` lifts as one loop whose
-accumulator spans the key tile) and the dependency analysis ``patterns.Dep``.
+accumulator spans the key tile); the lifting is demanded by ``reduction.demand_key_tile`` while the e-graph is small,
+this group reads its results.
 
 Legality: everything the one-pass rewrite checks (summary/axis relation, identities, ``numerics =
 relaxed_normalization`` and ``onlineReduction``, f32 score/maximum/mass/moment), plus: the summary loops step by one
 (every key is combined once); the mass and maximum are ``[T0]`` fragments over ``b0``, the moment a ``[T0, T1]``
 fragment over ``(b0, b1)`` whose member is ``broadcast(exp(s - mx)) * broadcast(w1)`` (``w1`` over ``b1``); the score
-lifts over the key tile to a ``[T0, TR]`` fragment over ``(b0, b2)`` and the weight to a ``[T1, TR]`` fragment over
+lifts over the key tile to a ``[T0, TN]`` fragment over ``(b0, b2)`` and the weight to a ``[T1, TN]`` fragment over
 ``(b1, b2)`` (a construct without a lifting leaves the rule unmatched: the per-key loop stays).
 
-Rewrites: ``for j0 in [lb, ub) step TR`` carrying ``(m, l, o)`` from ``(-inf, 0, 0)``: ``S = select(j < ub, s(j0 +
-range(TR)), -inf)``, ``m' = max(m, max_b2 S)``, ``a = m' == -inf ? 1 : exp(m - m')``, ``P = m' == -inf ? 0 : exp(S -
+Rewrites: ``for j0 in [lb, ub) step TN`` carrying ``(m, l, o)`` from ``(-inf, 0, 0)``: ``S = select(j < ub, s(j0 +
+range(TN)), -inf)``, ``m' = max(m, max_b2 S)``, ``a = m' == -inf ? 1 : exp(m - m')``, ``P = m' == -inf ? 0 : exp(S -
 m')``, ``l' = l * a + sum_b2 P``, ``o' = contract(P, w1 tile, o * a)`` (the moment's sum over the tile is the
-contraction of ``P`` with the weight tile along ``b2``, accumulated into the rescaled moment). Unions, as the
+contraction of ``P`` with the weight tile along ``b2``, accumulated into the rescaled moment). A second form (``moment_f16`` /
+``moment_bf16``), when the weight tile is a widened f16/bf16 load: ``P`` rounded to that format and contracted with
+the f16/bf16 tile into the f32 moment. The exponentials are marked ``approximate``. Unions, as the
 one-pass rewrite: the hoisted max with result 0, the mass loop with result 1, the moment loop with result 2.
 
 Preserves: the maximum exactly (max is exact under any grouping); mass and moment up to the rescaling's rounding and
-the regrouping of their sums (one rescaling per tile instead of per key; relaxed_normalization permits both); keys
-past ``ub`` score ``-inf`` (weight 0) and read nothing; rows whose scores are all ``-inf`` as the one-pass loop
+the regrouping of their sums (one rescaling per tile instead of per key), the rounding of ``P`` to the value format
+and approximate exponentials (relaxed_normalization permits these: PASS-1.2's implemented domain names same-dtype
+f16/bf16 weight/value operands; the moment is still accumulated in f32); keys past ``ub`` score ``-inf`` (weight 0) and read nothing; rows whose scores are all ``-inf`` as the one-pass loop
 (mass 0, moment 0); control, effects, the ABI and compile options.
 
-Invalidates: the summary loops' trip count and step, fragment shapes inside them (``[T0, TR]`` score tiles), load
+Invalidates: the summary loops' trip count and step, fragment shapes inside them (``[T0, TN]`` score tiles), load
 counts, the FLOP mix (a contract per tile), register estimates.
 
 Verifier: the shared GPU verifier after the group (multi-carry ``for``: operand/arg/yield types agree; contract
