@@ -36,3 +36,24 @@ def test_flash_attention_matches_the_reference_under_the_interpreter(gen_dir) ->
     assert np.isfinite(got["O"]).all()
     assert_matches(got["O"], np.asarray(want), "attention under the interpreter vs the KIR reference",
                    rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.slow
+def test_flash_attention_exports_to_tileir_bytecode(tmp_path) -> None:
+    """The same program through the cuTile provider: ct.mma with a permuted key tile for the scores and the value
+    contraction, tile reductions for the row max and mass, approximate exps; exported to TileIR bytecode for sm_90
+    (no GPU: tileiras and a device are not here; the H200 runs have been Triton only, see docs/perf.md)."""
+    pytest.importorskip("cuda.tile")
+    from intent_eqsat import pipeline
+    from intent_eqsat.construct import construct
+    from intent_eqsat.providers.cutile import TILEIR_MAGIC, export
+    from intent_eqsat.rules import optimize
+
+    module = pipeline.load(str(ROOT / "examples" / "corpus" / "attention.kir"))
+    opts = pipeline.make_options({"numerics": "relaxed_normalization"})
+    program = optimize(construct(module, options=opts), target="sm90", tile_candidates=(64,)).program
+    path = export(program, "attention", "sm90", None, tmp_path)
+    assert path.read_bytes().startswith(TILEIR_MAGIC)
+    src = path.with_suffix(".py").read_text()
+    assert src.count("ct.mma(") == 2 and "ct.permute(" in src
+    assert "ct.max(" in src and "ct.sum(" in src and "RoundingMode.APPROX" in src
