@@ -85,7 +85,9 @@ def prepare(args: argparse.Namespace) -> None:
         f = out / "gen" / f"{name}__{tag}.py"
         f.write_text(src)
         entries.append({"binding": binding, "status": "ready", "module": str(f.relative_to(out)),
-                        "predicted_s": float(estimate(kernel, "sm90", sizes).total), "pick": binding == kr.binding})
+                        "predicted_s": float(estimate(kernel, "sm90", sizes).total), "pick": binding == kr.binding,
+                        # the index width the source was printed with (no width bound: the provider's 64 bits)
+                        "index_bits": kernel.space.index_bits or 64})
     launch = {"warps": [int(w) for w in args.warps.split(",")], "stages": [int(s) for s in args.stages.split(",")]}
     (out / "manifest.json").write_text(json.dumps({"kernel": name, "op": args.op, "sizes": sizes, "dtype": args.dtype,
                                                    "target": "sm90", "fingerprint": structure,
@@ -136,7 +138,8 @@ def run(args: argparse.Namespace) -> None:
             t = do_bench(lambda: mod.launch(*inputs, y, num_warps=warps, num_stages=stages), warmup=25, rep=100)
             if err < 2e-2 and man.get("fingerprint"):      # a wrong result is not a tuning measurement
                 measured.append(measurement(man["fingerprint"], man["target"], man["sizes"], e["binding"],
-                                            warps * 32, stages, t * 1e-3, device))
+                                            warps * 32, stages, t * 1e-3, device,
+                                            index_bits=e.get("index_bits")))
             rows.append((label, f"{t:.4f}", f"{t_anchor / t:.3f}x",
                          f"rel_l2 {err:.1e}; predicted {e['predicted_s'] * 1e3:.3f} ms{' (pick)' if e['pick'] else ''}"))
     sizes = "x".join(f"{k}={v}" for k, v in man["sizes"].items())
