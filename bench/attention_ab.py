@@ -53,57 +53,55 @@ def _load(path: Path):
 
 
 def run(src: Path) -> None:
+    """Time every variant next to the suite's attention anchors, checked against its float64 reference (the anchors,
+    the reference and the FLOP count are ``bench/perf.py``'s, so both scripts measure the same thing)."""
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     from triton.testing import do_bench
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import perf
 
     manifest = json.loads((src / "manifest.json").read_text())
     torch.manual_seed(0)
-    rows, anchors = [], {}
-    inputs = {}
+    rows, anchor_ms, inputs = [], {}, {}
     for d, sz in SHAPES.items():
         shape = (sz["Z"], sz["H"], sz["S"], sz["D"])
-        q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        scale = 1.0 / d ** 0.5
-        ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), scale=scale)
-        inputs[d] = (q, k, v, scale, ref)
-        for label, backend in (("SDPA flash", SDPBackend.FLASH_ATTENTION), ("SDPA cuDNN", SDPBackend.CUDNN_ATTENTION)):
-            with sdpa_kernel(backend):
-                anchors[(d, label)] = do_bench(lambda: F.scaled_dot_product_attention(q, k, v, scale=scale),
-                                               warmup=50, rep=300)
+        ins = {n: torch.randn(shape, device="cuda", dtype=torch.bfloat16) for n in ("Q", "K", "V")}
+        sc = {"scale": 1.0 / d ** 0.5}
+        ref = perf.REFERENCES["attention"](torch, {n: t.double() for n, t in ins.items()}, sc, False)
+        inputs[d] = (ins, sc, ref)
+        for label, f in perf.anchors(torch, "attention", False, False):
+            anchor_ms[(d, label)] = do_bench(lambda: f(ins, sc), warmup=50, rep=300)
     for entry in manifest:
         d = entry["d"]
-        q, k, v, scale, ref = inputs[d]
+        ins, sc, ref = inputs[d]
         mod = _load(src / "gen" / f"{entry['name']}.py")
-        launches = [(entry["threads"] // 32, entry["stages"])] + [l for l in LAUNCHES
-                                                                 if l != (entry["threads"] // 32, entry["stages"])]
-        for warps, stages in launches:
-            o = torch.empty_like(q)
+        own = (entry["threads"] // 32, entry["stages"])
+        for warps, stages in [own] + [launch for launch in LAUNCHES if launch != own]:
+            o = torch.empty_like(ins["Q"])
 
             def call():
-                mod.launch(q, k, v, scale, o, num_warps=warps, num_stages=stages)
+                mod.launch(ins["Q"], ins["K"], ins["V"], sc["scale"], o, num_warps=warps, num_stages=stages)
             try:
                 call()
                 torch.cuda.synchronize()
                 err = ((o.double() - ref).norm() / ref.norm()).item()
-                ms = do_bench(call, warmup=50, rep=300) if err < 1e-2 else None
+                ms = do_bench(call, warmup=50, rep=300) if err < perf.TOLERANCE["bf16"] else None
             except Exception as exc:            # noqa: BLE001 - a launch the compiler rejects is a row, not a crash
                 err, ms = float("nan"), None
                 print(f"{entry['name']} w{warps} s{stages}: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-            rows.append((entry["name"], warps, stages, err, ms, anchors[(d, "SDPA flash")],
-                         anchors[(d, "SDPA cuDNN")]))
+            rows.append((entry, warps, stages, err, ms))
             print(f"{entry['name']} w{warps} s{stages}: err {err:.1e} ms {ms}", flush=True)
-    print("\nprogram               warps stages  rel_l2     ms   vs SDPA flash  vs SDPA cuDNN   TFLOP/s")
-    for name, w, s, err, ms, fl, cu in rows:
-        sz = SHAPES[int(name.split("_d")[1].split("_")[0])]
-        flops = 4 * sz["Z"] * sz["H"] * sz["S"] * sz["T"] * sz["D"]
+    names = perf.anchor_names("attention", False)
+    print(f"\nprogram               warps stages  rel_l2     ms   {'  '.join(f'vs {n:10s}' for n in names)}   TFLOP/s")
+    for entry, w, s, err, ms in rows:
         if ms is None:
-            print(f"{name:22s} {w:5d} {s:6d}  {err:8.1e}      -")
+            print(f"{entry['name']:22s} {w:5d} {s:6d}  {err:8.1e}      -")
             continue
-        print(f"{name:22s} {w:5d} {s:6d}  {err:8.1e} {ms:7.3f}  {fl / ms:12.3f}x  {cu / ms:12.3f}x  "
-              f"{flops / ms / 1e9:8.0f}")
-    for (d, label), ms in sorted(anchors.items()):
+        ratios = "  ".join(f"{anchor_ms[(entry['d'], n)] / ms:12.3f}x" for n in names)
+        flops = perf.flops_for("attention", entry["sizes"], False)
+        print(f"{entry['name']:22s} {w:5d} {s:6d}  {err:8.1e} {ms:7.3f}  {ratios}  {flops / ms / 1e9:8.0f}")
+    for (d, label), ms in sorted(anchor_ms.items()):
         print(f"anchor d{d} {label}: {ms:.3f} ms")
 
 

@@ -75,6 +75,15 @@ def _bcast(x: Val, dims: list, ty: Ty) -> Val:
     return P.broadcast(x, _ints(dims), ty)
 
 
+def _k_tile(iv: Val, ub: Val, axis: str) -> tuple[Val, Val]:
+    """The reduction tile ``k0 + range(TK)`` over ``axis`` and its in-range mask ``k < ub``."""
+    tkle = LE.sym(TILE_K)
+    kc_ty = _frag("index", [tkle], [axis])
+    kc = Val.op("add", P.vals(_bcast(iv, [], kc_ty), Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(),
+                kc_ty)
+    return kc, Val.op("cmp", P.vals(kc, _bcast(ub, [], kc_ty)), P.amap(pred=A.str_("lt")), _frag("i1", [tkle], [axis]))
+
+
 def _support_rules() -> list:
     R = []
     key, k2 = vars_("key k2", String)
@@ -120,10 +129,7 @@ def _contract_loop_rules() -> list:
     kb = Val.op("broadcast", P.vals(iv), kb_m, _frag("index", [t1], ["b1"]))
     tkle = LE.sym(TILE_K)
     # the K tile: k0 + range(TK) over axis b2, its tail, the tiles' coordinates and validity
-    kc_ty = _frag("index", [tkle], ["b2"])
-    kc = Val.op("add", P.vals(_bcast(iv, [], kc_ty), Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(),
-                kc_ty)
-    kt = Val.op("cmp", P.vals(kc, _bcast(ub, [], kc_ty)), P.amap(pred=A.str_("lt")), _frag("i1", [tkle], ["b2"]))
+    kc, kt = _k_tile(iv, ub, "b2")
     a_ix = _frag("index", [t0, tkle], ["b0", "b2"])
     b_ix = _frag("index", [tkle, t1], ["b2", "b1"])
     a_i1 = _frag("i1", [t0, tkle], ["b0", "b2"])
@@ -197,10 +203,7 @@ def _contract_loop_transposed_rules() -> list:
     ka = Val.op("broadcast", P.vals(iv), ka_m, _frag("index", [t0], ["b0"]))
     kb = Val.op("broadcast", P.vals(iv), kb_m, _frag("index", [tn], ["b2"]))
     tkle = LE.sym(TILE_K)
-    kc_ty = _frag("index", [tkle], ["b3"])
-    kc = Val.op("add", P.vals(_bcast(iv, [], kc_ty), Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(),
-                kc_ty)
-    kt = Val.op("cmp", P.vals(kc, _bcast(ub, [], kc_ty)), P.amap(pred=A.str_("lt")), _frag("i1", [tkle], ["b3"]))
+    kc, kt = _k_tile(iv, ub, "b3")                  # b2 is the key tile's axis here
     a_ix, b_ix = _frag("index", [t0, tkle], ["b0", "b3"]), _frag("index", [tn, tkle], ["b2", "b3"])
     a_i1, b_i1 = _frag("i1", [t0, tkle], ["b0", "b3"]), _frag("i1", [tn, tkle], ["b2", "b3"])
     a_valid = Val.op("and", P.vals(_bcast(va, [0], a_i1), _bcast(kt, [1], a_i1)), AMap.nil(), a_i1)

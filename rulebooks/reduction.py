@@ -120,21 +120,21 @@ def _support_rules() -> list:
     return out
 
 
+def _key_tile_sizes() -> list:
+    return [LE.sym(B.TILE_PARAMS[0]), LE.sym(B.TILE_PARAMS[1]), LE.sym(TILE_N)]
+
+
 def key_tiles() -> LEs:
     """The tile sizes of a key-tile lifting context: ``TILE_B0``, ``TILE_B1``, ``TILE_N``."""
-    return B._les(LE.sym(B.TILE_PARAMS[0]), LE.sym(B.TILE_PARAMS[1]), LE.sym(TILE_N))
+    return B._les(*_key_tile_sizes())
 
 
 def key_tile(depth, ub: Val) -> tuple[Val, Val]:
     """A key tile of the loop at region depth ``depth`` with upper bound ``ub``: its coordinates ``j0 + range(TN)``
     over ``b2`` and their in-range mask ``j < ub`` (the same terms wherever built)."""
-    tl = [LE.sym(B.TILE_PARAMS[0]), LE.sym(B.TILE_PARAMS[1]), LE.sym(TILE_N)]
-    kc_ty = B._frag("index", B2, tl)
-    kc = Val.op("add", P.vals(Val.op("broadcast", P.vals(Val.arg(depth, 0, INDEX)), P.amap(dims=B._ints([])), kc_ty),
-                              Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(), kc_ty)
-    kt = Val.op("cmp", P.vals(kc, Val.op("broadcast", P.vals(ub), P.amap(dims=B._ints([])), kc_ty)),
-                P.amap(pred=A.str_("lt")), B._frag("i1", B2, tl))
-    return kc, kt
+    tl = _key_tile_sizes()
+    kc = B._line_coord(Val.arg(depth, 0, INDEX), tl[2], 2, tl)
+    return kc, B._lt(kc, ub, 2, tl)
 
 
 def key_ctx(depth, ub: Val) -> "B.LiftCtx":

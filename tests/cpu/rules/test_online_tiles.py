@@ -92,7 +92,7 @@ def test_rows_that_start_masked_keep_a_zero_mass():
 
 
 @pytest.mark.slow
-def test_defaults_keep_the_exact_program():
+def test_without_the_numeric_permission_there_are_no_key_tiles():
     """Without the numeric permission no summary loop is rewritten: no key tiles, no rounded weights."""
     _, result = _flash("attention", None)
     assert not result.report["rules_fired"].get("online_tiles.moment_f16")
