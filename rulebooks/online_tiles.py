@@ -25,12 +25,13 @@ range(TN)), -inf)``, ``m' = max(m, max_b2 S)``, ``a = m' == -inf ? 1 : exp(m - m
 m')``, ``l' = l * a + sum_b2 P``, ``o' = contract(P, w1 tile, o * a)`` (the moment's sum over the tile is the
 contraction of ``P`` with the weight tile along ``b2``, accumulated into the rescaled moment). A second form (``moment_f16`` /
 ``moment_bf16``), when the weight tile is a widened f16/bf16 load: ``P`` rounded to that format and contracted with
-the f16/bf16 tile into the f32 moment. The exponentials are marked ``approximate``. Unions, as the
+the f16/bf16 tile into the f32 moment. The exponentials are marked ``approximate`` and ``flush_to_zero`` (a
+subnormal weight is 0: the row's mass is at least 1). Unions, as the
 one-pass rewrite: the hoisted max with result 0, the mass loop with result 1, the moment loop with result 2.
 
 Preserves: the maximum exactly (max is exact under any grouping); mass and moment up to the rescaling's rounding and
 the regrouping of their sums (one rescaling per tile instead of per key), the rounding of ``P`` to the value format
-and approximate exponentials (relaxed_normalization permits these: PASS-1.2's implemented domain names same-dtype
+and approximate exponentials that flush subnormal weights (relaxed_normalization permits these: PASS-1.2's implemented domain names same-dtype
 f16/bf16 weight/value operands; the moment is still accumulated in f32); keys past ``ub`` score ``-inf`` (weight 0) and read nothing; rows whose scores are all ``-inf`` as the one-pass loop
 (mass 0, moment 0); control, effects, the ABI and compile options.
 
@@ -99,8 +100,12 @@ def _rules():
 
     # the exponentials of the rescaled weights may be approximate (``approximate = true``: the matrix-unit
     # flash-attention form's ex2-based exp, a few ulp): relaxed_normalization permits rounding changes in the
-    # weights, and the moment already rounds them to the value format
-    approx = P.amap(approximate=A.bool_(1), origin=origin)
+    # weights, and the moment already rounds them to the value format. They may flush subnormal results to zero
+    # (``flush_to_zero = true``): each weight is exp(x) with x <= 0 of a row whose final mass is >= 1 (the row
+    # maximum's weight is exp(0) = 1 and is never rescaled again), so a flushed weight (< 2**-126) moves the mass
+    # and the moment by less than T * 2**-126 relative, far below the f32 rounding of the sums and the bf16
+    # rounding of the weights themselves; an alpha that flushes scales a moment that a weight-1 member outweighs
+    approx = P.amap(approximate=A.bool_(1), flush_to_zero=A.bool_(1), origin=origin)
 
     def exp_sub(a, b, t):
         return Val.op("exp", _vals(Val.op("sub", _vals(a, b), plain, t)), approx, t)

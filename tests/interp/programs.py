@@ -505,7 +505,8 @@ def build_ops(dtype: str = "f32") -> Module:
         out(f"i_{b}", "i32")
     for extra, dt in (("i_shl", "i32"), ("i_shr", "i32"), ("i_neg", "i32"), ("i_abs", "i32"), ("i_not", "i32"),
                       ("c_lt", "i1"), ("c_ne", "i1"), ("sel", dtype), ("cast_i", "i32"), ("cast_f", dtype),
-                      ("bitcast", dtype), ("approx_exp", dtype), ("approx_div", dtype), ("ftz_mul", dtype),
+                      ("bitcast", dtype), ("approx_exp", dtype), ("approx_ftz_exp", dtype), ("approx_ftz_exp2", dtype),
+                      ("approx_div", dtype), ("ftz_mul", dtype),
                       ("u_floordiv", "u32")):
         out(extra, dt)
     kb.segment([ceil_div("N", "B")])
@@ -545,6 +546,8 @@ def build_ops(dtype: str = "f32") -> Module:
         res["bitcast"] = r.value("bitcast", [r.binary("xor", r.value("bitcast", [a], fr(bits)), r.broadcast(
             r.const(0, bits), fr(bits)))], fr(dtype))
         res["approx_exp"] = r.unary("exp", a, approximate=True)
+        res["approx_ftz_exp"] = r.unary("exp", a, approximate=True, flush_to_zero=True)
+        res["approx_ftz_exp2"] = r.unary("exp2", a, approximate=True, flush_to_zero=True)
         res["approx_div"] = r.binary("div", a, pp, approximate=True)
         res["ftz_mul"] = r.binary("mul", a, pp, flush_to_zero=True)
         ux, uy = r.cast(x, "u32"), r.cast(y, "u32")
@@ -564,6 +567,7 @@ def ops_inputs(rng, dtype: str = "f32") -> dict:
     A[3] = np.nan
     A[5] = -0.0
     A[6] = 2.5
+    A[7] = -100.0                     # exp, exp2 subnormal in f32: flushed by the flush_to_zero variants
     P = rng.uniform(0.25, 4.0, N).astype(npdt)
     I = rng.integers(-50, 50, N).astype(np.int32)
     J = rng.integers(1, 9, N).astype(np.int32) * rng.choice([-1, 1], N).astype(np.int32)

@@ -81,6 +81,19 @@ def test_precise_math_and_ftz_off_in_ptx(gen_dir) -> None:
     assert "atom" not in ptx
 
 
+def test_approximate_ftz_exponentials_are_ex2_ftz_in_ptx(gen_dir) -> None:
+    """approximate + flush_to_zero f32 exp/exp2 (the flash-attention weights): ex2.approx.ftz.f32, while an
+    approximate exp without the flag keeps ex2.approx.f32 (the kernel-wide FTZ stays off)."""
+    m = PROGRAMS["ops_f32"][0]()
+    src = serialize(m, "ops_f32", "sm90")
+    assert "_exp_approx_ftz(" in src and "_exp2_approx_ftz(" in src
+    ptx = _compile(m, "ops_f32", "sm90", gen_dir).asm["ptx"]
+    assert len(re.findall(r"\bex2\.approx\.ftz\.f32", ptx)) >= 2
+    assert re.search(r"\bex2\.approx\.f32", ptx)
+    amd = serialize(m, "ops_f32", "gfx942")                    # no PTX there: the flush is spelled as a select
+    assert "_exp_approx_ftz(" not in amd and "_ftz_f32(" in amd
+
+
 def test_atomics_sem_and_scope_in_ptx(gen_dir) -> None:
     ptx = _compile(PROGRAMS["scatter"][0](), "scatter", "sm90", gen_dir).asm["ptx"]
     assert re.search(r"atom\.global\.gpu\.relaxed\.add\.f32|red\.global\.gpu\.relaxed\.add\.f32", ptx)

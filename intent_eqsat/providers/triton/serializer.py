@@ -275,6 +275,21 @@ def _ftz_{_dt}(x):
     # flush subnormals to a zero of the same sign (the op's flush_to_zero flag)
     return tl.where(tl.abs(x) < {_mn}, x * 0.0, x)
 '''
+#: f32 exp/exp2 with both the approximate and the flush_to_zero flag on a CUDA target: PTX ``ex2.approx.ftz.f32``
+#: (what ``tl.exp``/``tl.exp2`` lower to, ``.ftz`` added; the kernel keeps libdevice FTZ off, so Triton's own
+#: exponentials never carry it). Without ``.ftz`` ptxas wraps each ex2 in subnormal range fix-ups.
+for _n, _scale in (("exp", " * 1.4426950408889634"), ("exp2", "")):
+    _HELPERS[f"_{_n}_approx_ftz"] = f'''@triton.jit
+def _{_n}_approx_ftz(x):
+    # approximate {_n} with subnormal inputs and results flushed to zero (the op's approximate and flush_to_zero flags)
+    if _INTERPRET:
+        y = tl.{_n}(x)
+        y = tl.where(tl.abs(y) < {MIN_NORMAL["f32"]}, y * 0.0, y)
+    else:
+        y = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x{_scale}], dtype=tl.float32,
+                                      is_pure=True, pack=1)
+    return y
+'''
 for _kind, _cmp in (("max", ">"), ("min", "<")):
     _HELPERS[f"_arg{_kind}_propagate"] = f'''@triton.jit
 def _arg{_kind}_propagate(v1, i1, v2, i2):
@@ -775,6 +790,9 @@ class _Printer:
         approx = bool(op.attrs.get("approximate"))
         x = self._ftz(self.var(src), dt, ftz)
         name = op.name
+        if name in ("exp", "exp2") and approx and ftz and dt == "f32" and self.p.target.triton_backend == "cuda":
+            self.emit(f"{self.var(op.result)} = {self.need(f'_{name}_approx_ftz')}({self.var(src)})", op)
+            return
         if not dtypes.is_float(dt):
             e = {"neg": f"-{x}", "not": f"~{x}", "abs": x if dt in dtypes.UNSIGNED_DTYPES or dt == "i1"
                  else f"tl.abs({x})", "floor": x, "ceil": x}[name]

@@ -29,8 +29,11 @@ SPELLINGS: dict[str, Spelling] = {
     "neg": Spelling("-x"),
     "not": Spelling("~x (bitwise on ints, logical on i1)"),
     "abs": Spelling("tl.abs(x) (identity on unsigned)"),
-    "exp": Spelling(_P + "libdevice.exp (interpreter: tl.exp)" + _A + "tl.exp"),
-    "exp2": Spelling(_P + "libdevice.exp2 (interpreter: tl.exp2)" + _A + "tl.exp2"),
+    "exp": Spelling(_P + "libdevice.exp (interpreter: tl.exp)" + _A + "tl.exp; approximate and flush_to_zero, f32, "
+                    "CUDA: PTX ex2.approx.ftz.f32 of x * log2(e) (tl.inline_asm_elementwise; interpreter: tl.exp, "
+                    "subnormal results flushed)"),
+    "exp2": Spelling(_P + "libdevice.exp2 (interpreter: tl.exp2)" + _A + "tl.exp2; approximate and flush_to_zero, "
+                     "f32, CUDA: PTX ex2.approx.ftz.f32 (interpreter: tl.exp2, subnormal results flushed)"),
     "log": Spelling(_P + "libdevice.log (interpreter: tl.log)" + _A + "tl.log"),
     "log2": Spelling(_P + "libdevice.log2 (interpreter: tl.log2)" + _A + "tl.log2"),
     "sqrt": Spelling(_P + "tl.sqrt_rn (f64: tl.sqrt, IEEE)" + _A + "tl.sqrt"),
