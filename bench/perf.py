@@ -161,6 +161,12 @@ SUITE: tuple[Bench, ...] = (
             tuple(c for c in _ATT_CHECKS if c["D"] == d), {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE,
             compile_sizes=_att(4096, d), source="attention_bf16", options=_RELAXED)
       for d in (64, 128)),
+    # the same kernel specialized to its head dimension (a literal extent in the KIR): the head-dim contraction
+    # takes one tile, so the key loop holds both contractions (intent_eqsat.ir.single_trip)
+    *(Bench(f"attention_bf16_d{d}_relaxed", "attention", "attention", (Case(f"Z4 H32 S4096 d{d}", _att(4096, d)),),
+            tuple(c for c in _ATT_CHECKS if c["D"] == d), {"Z": 1, "H": 2, "S": 6, "T": 6, "D": d}, _ATT_PROBE,
+            compile_sizes=_att(4096, d), source=f"attention_bf16_d{d}", options=_RELAXED)
+      for d in (64, 128)),
     Bench("causal_attention_bf16", "attention", "attention", _ATT_CASES, _ATT_CHECKS,
           {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True),
     # causal narrowing vs the same kernel without the narrowing group, one shape, one run (issue 7 target 1.7x)

@@ -6,11 +6,16 @@ warps and pipeline stages a tensor-core program needs).
         --bind TILE_B0=1,2,4,8,32,128 --bind TILE_B1=128,256 --warps 4,8 --out build/sweep
     python bench/tile_sweep.py prepare bench/suite/gemm_bf16.kir --op matmul --dtype bf16 \\
         --sizes M=4096,N=4096,K=4096 --bind TILE_B0=64,128 --bind TILE_B1=128,256 --warps 4,8 --stages 3,4
+    python bench/tile_sweep.py prepare bench/suite/attention_bf16_d64.kir --op attention --dtype bf16 \
+        --options numerics=relaxed_normalization --sizes Z=4,H=32,S=4096,T=4096,D=64 \
+        --bind TILE_B0=64,128 --bind TILE_N=64,128 --bind TILE_K=64 --index-bits 32,64 --warps 4,8 --stages 2,3
     python bench/tile_sweep.py run build/sweep          # on the GPU (triton + torch there)
 
 ``prepare`` compiles the kernel with ``sizes`` (the model's pick), then writes one Triton module per binding of the
-pick's own program (the tile parameters rebound, verified, serialized); its launch takes the ABI in order (``X, Y``
-for a row op, ``A, B, C`` for matmul). ``run`` launches each module with every (num_warps, num_stages) pair of the
+pick's own program (the tile parameters rebound, and with ``--index-bits`` the index width, verified, serialized);
+its launch takes the ABI in order (``X, Y`` for a row op, ``A, B, C`` for matmul, ``Q, K, V, scale, O`` for
+attention; ``--sizes`` then names ``D`` too, as ``bench/perf.py``'s compile sizes do, so the measurements key the
+same problem). ``run`` launches each module with every (num_warps, num_stages) pair of the
 manifest, checks it against the op's torch reference (torch.compile of it for row ops, cuBLAS ``torch.matmul`` for
 matmul: also the anchor) and times it with ``triton.testing.do_bench`` (median) in the same process as the anchor;
 it prints a table of ratios last.
@@ -41,6 +46,9 @@ REFERENCES = {
     "matmul": ((("M", "K"), ("K", "N")), "torch.matmul(a[0], a[1])", False),
     "matmul_bias_relu": ((("M", "K"), ("K", "N"), ("N",)), "torch.relu(torch.addmm(a[2], a[0], a[1]))", False),
     "bmm": ((("Bt", "M", "K"), ("Bt", "K", "N")), "torch.bmm(a[0], a[1])", False),
+    # SDPA with torch's own backend choice (cuDNN or flash on the H200): the sweep's anchor; bench/perf.py times both
+    "attention": ((("Z", "H", "S", "D"), ("Z", "H", "T", "D"), ("Z", "H", "T", "D"), 0.125),
+                  "torch.nn.functional.scaled_dot_product_attention(a[0], a[1], a[2], scale=a[3])", False),
 }
 
 
@@ -54,10 +62,14 @@ def prepare(args: argparse.Namespace) -> None:
     from intent_eqsat.providers.targets import get_target
     from intent_eqsat.rules import optimize
 
+    from intent_eqsat.pipeline import make_options
+
     sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.sizes.split(","))}
+    options = dict(kv.split("=") for kv in args.options.split(",")) if args.options else None
     module = kir.parse(Path(args.kir).read_text(), filename=args.kir)
     name = module.kernels[0].name
-    result = optimize(construct(module), target="sm90", cost=RooflineCost(get_target("sm90"), sizes))
+    result = optimize(construct(module, options=make_options(options)), target="sm90",
+                      cost=RooflineCost(get_target("sm90"), sizes))
     kr = result.kernels[name]
     same_term = [c for c in kr.candidates if c.forbidden is None and c.term is not None]
     if not same_term:
@@ -71,11 +83,14 @@ def prepare(args: argparse.Namespace) -> None:
     out = Path(args.out)
     (out / "gen").mkdir(parents=True, exist_ok=True)
     entries = []
-    for combo in itertools.product(*axes.values()):
+    widths = [int(b) for b in args.index_bits.split(",")] if args.index_bits else [None]
+    for combo, bits in itertools.product(itertools.product(*axes.values()), widths):
         binding = {**kr.binding, **dict(zip(axes, combo))}
         kernel = replace(base, params=binding).decode()
+        if bits is not None:                          # the index width as one more swept choice (TGT-4)
+            kernel = replace(kernel, space=replace(kernel.space, index_bits=bits))
         prog = Module(result.program.target, result.program.options, list(result.program.params), [kernel])
-        tag = "_".join(f"{k[5:].lower()}{v}" for k, v in sorted(binding.items()))
+        tag = "_".join(f"{k[5:].lower()}{v}" for k, v in sorted(binding.items())) + (f"_i{bits}" if bits else "")
         try:
             ir.verify(prog)
             src = serialize(prog, provider="triton", target="sm90")[name]
@@ -85,7 +100,7 @@ def prepare(args: argparse.Namespace) -> None:
         f = out / "gen" / f"{name}__{tag}.py"
         f.write_text(src)
         entries.append({"binding": binding, "status": "ready", "module": str(f.relative_to(out)),
-                        "predicted_s": float(estimate(kernel, "sm90", sizes).total), "pick": binding == kr.binding,
+                        "predicted_s": float(estimate(kernel, "sm90", sizes).total), "pick": binding == kr.binding and bits in (None, kr.kernel.space.index_bits or 64),
                         # the index width the source was printed with (no width bound: the provider's 64 bits)
                         "index_bits": kernel.space.index_bits or 64})
     launch = {"warps": [int(w) for w in args.warps.split(",")], "stages": [int(s) for s in args.stages.split(",")]}
@@ -167,6 +182,9 @@ def main() -> None:
     a.add_argument("--dtype", default="f32")
     a.add_argument("--warps", default="4", help="num_warps values to launch each module with (comma-separated)")
     a.add_argument("--stages", default="3", help="num_stages values to launch each module with (comma-separated)")
+    a.add_argument("--options", default="", help="compile options, e.g. numerics=relaxed_normalization")
+    a.add_argument("--index-bits", default="", help="index widths to print each binding with (e.g. 32,64; default: "
+                                                    "the pick's)")
     a.add_argument("--out", default=str(ROOT / "build" / "sweep"))
     r = sub.add_parser("run")
     r.add_argument("dir")

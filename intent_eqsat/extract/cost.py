@@ -1048,6 +1048,12 @@ class CostModel:
         if st.smem:
             smem = dict(smem)
             smem[nid] = st.smem
+        if name == "for" and regions.smem:
+            # the contracts of one loop body are staged together (summed); sibling loops reuse the shared memory
+            # (the program's footprint is the largest entry: an unchecked full-tile loop and its tail loop,
+            # intent_eqsat.ir.tail_split, are costed once)
+            smem = dict(operands.smem)
+            smem[nid] = sum(regions.smem.values())
         if work.reads:                                 # key this access's reads by its program coordinates and view
             cm = operands.cmask
             view = st.operands[0] if st.operands else ""
@@ -1056,7 +1062,7 @@ class CostModel:
             info = self._group_info.get(nid) or _GroupInfo(1, (1,), "row_major", None)
             r = regs[0] if regs else EMPTY
             g = Group(info.programs, info.extents, info.order, info.group_size, r.body, info.programs * r.body_proxy,
-                      r.peak, r.elems, sum(r.smem.values()), r.acc)
+                      r.peak, r.elems, max(r.smem.values(), default=0), r.acc)
             groups = dict(base.groups)
             groups[nid] = g
             return Summary(dict(base.pending), groups, base.mask, 0, 0.0, 0, {}, 0.0)

@@ -40,6 +40,7 @@ from intent_eqsat.extract.decisions import Decision, materialization_decisions, 
 from intent_eqsat.extract.extractor import chosen_classes, eclass, extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
+from intent_eqsat.ir.tail_split import split_tile_tails
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import registry as R
@@ -125,8 +126,10 @@ class Candidate:
         if self.params:
             k = TILES.bind(k, {n: v for n, v in self.params.items() if n in TILES.NAMES},
                            Module("sm90", CompileOptions(), [], [k]))
-        if self._resources is not None and not TILES.used(k):
-            k = self._resources(k)
+        if not TILES.used(k):
+            if self._resources is not None:
+                k = self._resources(k)
+            k = split_tile_tails(k)
         return k
 
     def as_dict(self) -> dict[str, Any]:
@@ -438,7 +441,9 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         res.remarks.append(remark)
     best_cost, best = ranked[0]
     resources = _resource_binder(cost, target)
-    bound = resources(TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls)))
+    # resources are costed on one copy of each loop body, then the tile loops' tails are split off (SPEC PASS-3.5)
+    bound = split_tile_tails(resources(TILES.bind(decoded, best, _module_with(program, decoded, options, target,
+                                                                              tile_decls))))
     if measured is not None and (measured.threads or measured.stages or measured.index_bits):
         bound = replace(bound, space=replace(bound.space, threads=measured.threads or bound.space.threads,
                                              stages=measured.stages or bound.space.stages,

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 from intent_eqsat.ir.core import Kernel, Module, ParamDecl
 from intent_eqsat.ir.parser import parse_module
 from intent_eqsat.ir.printer import print_module
+from intent_eqsat.ir.single_trip import inline_single_trip_loops
 
 OWNERSHIP = ("TILE_B0", "TILE_B1")
 REDUCTION = ("TILE_K",)
@@ -124,13 +125,16 @@ def choose(kernel: Kernel, doms: Mapping[str, Sequence[int]], cost_of: Callable[
 
 def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
     """``kernel`` with the tile parameters replaced by literals (through the exact text form: every LaunchExpr,
-    fragment type and launch value that names them is re-read and simplified)."""
+    fragment type and launch value that names them is re-read and simplified), then every loop whose now constant
+    bounds give exactly one iteration replaced by its body (:mod:`intent_eqsat.ir.single_trip`: a reduction tile
+    as wide as a constant extent). The optimizer splits the tile loops' tails after it bound the launch resources
+    (:mod:`intent_eqsat.ir.tail_split`: the resource model costs one copy of each loop body)."""
     if not binding:
         return kernel
     params = [p for p in module.params if p.name not in NAMES]
     text = print_module(Module(module.target, module.options, params, [kernel]))
     bound = _WORD.sub(lambda m: str(int(binding[m.group(1)])) if m.group(1) in binding else m.group(1), text)
-    return parse_module(bound).kernels[0]
+    return inline_single_trip_loops(parse_module(bound).kernels[0])
 
 
 __all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "KEYS", "SIZED_MAX", "domains", "binding_domains", "defaults", "decls", "used", "choose", "bind"]

@@ -28,7 +28,9 @@ def test_flash_attention_matches_the_reference_under_the_interpreter(gen_dir) ->
     opts = pipeline.make_options({"numerics": "relaxed_normalization"})
     program = optimize(construct(module, options=opts), target="sm90", tile_candidates=(32,)).program
     source = serialize(program, "attention", "sm90")
-    assert source.count("tl.dot(") == 2 and "tl.exp(" in source          # two contractions, approximate exp
+    # the key loop and the head-dim loop in it each run their full tiles unchecked, then their tail
+    # (intent_eqsat.ir.tail_split): scores (2 head-dim loops) + the value contraction, per key loop
+    assert source.count("tl.dot(") == 6 and "_exp_approx_ftz(" in source   # approximate exps that flush
     mod = load_source(source, gen_dir, "attention")
     args = random_inputs(module, "attention", 3, sizes=SIZES)
     got = run_launcher(mod, copy_args(args))
@@ -36,6 +38,39 @@ def test_flash_attention_matches_the_reference_under_the_interpreter(gen_dir) ->
     assert np.isfinite(got["O"]).all()
     assert_matches(got["O"], np.asarray(want), "attention under the interpreter vs the KIR reference",
                    rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("interpret_mode")
+def test_flash_attention_with_a_literal_head_dim_runs_one_loop_under_the_interpreter(gen_dir) -> None:
+    """The benchmark's head-dim-specialized kernel (``bench/suite/attention_bf16_d64.kir``, here with f16 operands:
+    the Triton 3.6 interpreter computes ``tl.dot`` of bf16 operands wrongly on the CPU, f16 ones right) with 64-wide
+    tiles: the head-dim contraction takes one tile, so each key loop (the full tiles, unchecked, and the last partial
+    one) holds both ``tl.dot``s, and it still matches the KIR reference on partial query and key tiles."""
+    from intent_eqsat import kir
+    from intent_eqsat.construct import construct
+    from intent_eqsat.kir.inputs import random_inputs
+    from intent_eqsat.pipeline import make_options
+    from intent_eqsat.rules import optimize
+
+    text = (ROOT / "bench" / "suite" / "attention_bf16_d64.kir").read_text().replace("bf16", "f16")
+    module = kir.parse(text, filename="attention_f16_d64.kir")
+    name = module.kernels[0].name
+    opts = make_options({"numerics": "relaxed_normalization"})
+    program = optimize(construct(module, options=opts), target="sm90", tile_candidates=(64,)).program
+    source = serialize(program, name, "sm90")
+    body = source.split(f"def {name}(")[1].split("\ndef ")[0]
+    # the full key tiles without the tail check, then the last partial tile (intent_eqsat.ir.tail_split)
+    assert body.count("for _iv") == 2 and body.count("tl.dot(") == 4, body
+    full = body.split("for _iv")[1]
+    assert "tl.where(" in full and full.count("mask=") == 2, full      # row (query) and head-dim masks only
+    mod = load_source(source, gen_dir, name)
+    args = random_inputs(module, name, 4, sizes={"Z": 1, "H": 2, "S": 70, "T": 131})
+    got = run_launcher(mod, copy_args(args))
+    want = evaluate(module, name, {n: v for n, v in copy_args(args).items() if n != "O"})["O"]
+    assert np.isfinite(got["O"]).all()
+    assert_matches(got["O"], np.asarray(want), "head-dim-specialized attention under the interpreter vs the KIR "
+                   "reference", rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.slow
@@ -55,5 +90,5 @@ def test_flash_attention_exports_to_tileir_bytecode(tmp_path) -> None:
     path = export(program, "attention", "sm90", None, tmp_path)
     assert path.read_bytes().startswith(TILEIR_MAGIC)
     src = path.with_suffix(".py").read_text()
-    assert src.count("ct.mma(") == 2 and "ct.permute(" in src
+    assert src.count("ct.mma(") == 6 and "ct.permute(" in src      # full and tail tiles, as for Triton
     assert "ct.max(" in src and "ct.sum(" in src and "RoundingMode.APPROX" in src

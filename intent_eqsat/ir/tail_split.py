@@ -1,0 +1,281 @@
+"""A tiled matrix-unit loop runs its full tiles without the tail check (SPEC PASS-3.5 "all-true drops validity,
+mixed keeps it", IR-10 (11), TGT-4 "proven ranges -> chosen loop bounds, unmasked all-valid body, guarded mixed
+range"); the provably true lane checks that remain are folded away.
+
+Why: a blocking loop ``for j0 in [lb, ub) step TN`` checks ``j0 + range(TN) < ub`` on every tile it loads, although
+only the last tile can be partial. In the flash-attention key loop the check is a select over every score and a
+mask on every key/value load: the same H200 program without them ran 1.12x faster (2026-11-30, d64,
+docs/perf.md). The split needs the tile width, so it runs after the tile parameters are bound
+(:func:`intent_eqsat.rules.tiles.bind`), like :mod:`intent_eqsat.ir.single_trip`.
+
+Declaration (SPEC PASS-1):
+
+- Reads: ``for`` ops with constant lower bound and step ``TN > 1``, an upper bound ``ub`` produced by a ``launch``
+  (a LaunchExpr over ABI scalars and shapes), whose body holds a ``contract`` (the loops the provider compilers
+  software-pipeline; other loops are left as they are: not measured) and a tile-tail check ``cmp(lt, add(broadcast(
+  iv), range(TN)), broadcast(ub))`` at its top level.
+- Requires: no ``narrowing`` record on the loop (one split per loop).
+- Rewrites: the loop becomes two in sequence: ``for j0 in [lb, split) step TN`` with ``split = lb + max(0, (ub -
+  lb) // TN) * TN``, where the tail check is replaced by ``true`` (``narrowing = all_true``; proof: every lane is
+  ``j0 + r <= split - 1 < ub``), then the original loop over ``[split, ub)`` started from the first loop's results
+  (``narrowing = mixed``: at most one tile, checked as before). The first loop's values get fresh names. Then, in the
+  whole kernel, constant-true checks are folded: ``cmp(lt, add(broadcast(c), range(N)), broadcast(u))`` with
+  constants ``c + N <= u`` is true, ``broadcast(true)`` is true, ``and(true, x) = x``, ``select(true, a, b) = a``,
+  an access whose validity is true loses it (and a load its fill).
+- Preserves: every value (the same iterations in the same order, split in two ranges; a check replaced only where
+  it is true in every lane), effects, the ABI, the program space.
+- Invalidates: loop bounds and count, access validity, code size (the body is printed twice).
+- Verifier: the shared GPU verifier on the bound kernel (``check_narrowing``: the first loop's accesses no longer
+  check the induction variable; the second keeps a validity).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
+from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, simplify
+from intent_eqsat.ir.single_trip import constant_ints
+from intent_eqsat.ir.spec import ACCESS_OPS
+from intent_eqsat.ir.types import FragmentType, ScalarType
+
+
+class _Names:
+    """Fresh SSA names that no value of the kernel uses."""
+
+    def __init__(self, kernel: Kernel):
+        self.used = {a.name for a in kernel.body.args}
+        for op in walk(kernel.body):
+            self.used.update(v.name for v in op.results)
+            for r in op.regions:
+                self.used.update(a.name for a in r.args)
+        self.n = itertools.count()
+
+    def fresh(self, base: str) -> str:
+        while True:
+            name = f"{base}_t{next(self.n)}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
+
+
+def _range_width(op: Op | None) -> int | None:
+    """N for ``range() : frag<index, [N]>`` starting at 0."""
+    if op is None or op.name != "range" or op.attrs.get("start", 0) != 0:
+        return None
+    t = op.result.type
+    if not isinstance(t, FragmentType) or len(t.shape) != 1 or not isinstance(t.shape[0], Const):
+        return None
+    return int(t.shape[0].value)
+
+
+def _lane_start_and_width(v: Value, defs: dict[str, Op]) -> tuple[Value, int] | None:
+    """``v = add(broadcast(s), range(N))`` (either order) -> (s, N)."""
+    op = defs.get(v.name)
+    if op is None or op.name != "add" or len(op.operands) != 2:
+        return None
+    for a, b in (op.operands, op.operands[::-1]):
+        bop, width = defs.get(a.name), _range_width(defs.get(b.name))
+        if width is not None and bop is not None and bop.name == "broadcast" and not bop.attrs.get("dims"):
+            return bop.operands[0], width
+    return None
+
+
+def _broadcast_of(v: Value, defs: dict[str, Op]) -> Value | None:
+    op = defs.get(v.name)
+    if op is not None and op.name == "broadcast" and not op.attrs.get("dims"):
+        return op.operands[0]
+    return None
+
+
+def _tail_checks(loop: Op, defs: dict[str, Op], step: int) -> list[Op]:
+    """The body's top-level ``iv + range(step) < ub`` checks."""
+    body = loop.regions[0]
+    iv, ub = body.args[0], loop.operands[1]
+    out = []
+    for op in body.ops:
+        if op.name != "cmp" or op.attrs.get("pred") != "lt":
+            continue
+        lanes = _lane_start_and_width(op.operands[0], defs)
+        bound = _broadcast_of(op.operands[1], defs)
+        if lanes is not None and lanes == (iv, step) and bound is not None and bound.name == ub.name:
+            out.append(op)
+    return out
+
+
+def _source(check: Op, step: int) -> str:
+    """The narrowing record's source: the check, by its SSA name (a KIR origin names the kernel, and the structure
+    fingerprint of a program must not)."""
+    return f"tile-tail check %{check.result.name} (iv + range({step}) < ub)"
+
+
+def _splittable(loop: Op, constants: dict[str, int], defs: dict[str, Op]) -> list[Op]:
+    if loop.name != "for" or "narrowing" in loop.attrs or len(loop.operands) < 3:
+        return []
+    lb, step = constants.get(loop.operands[0].name), constants.get(loop.operands[2].name)
+    ub_op = defs.get(loop.operands[1].name)
+    if lb is None or step is None or step <= 1 or ub_op is None or ub_op.name != "launch" or \
+            not isinstance(ub_op.attrs.get("expr"), LaunchExpr):
+        return []
+    if not any(op.name == "contract" for op in walk(loop.regions[0])):
+        return []
+    return _tail_checks(loop, defs, step)
+
+
+def _clone(region: Region, names: _Names, rename: dict[str, Value]) -> Region:
+    """``region`` with every value it defines renamed (uses follow ``rename``)."""
+    def new(v: Value) -> Value:
+        rename[v.name] = Value(names.fresh(v.name), v.type)
+        return rename[v.name]
+
+    args = [new(a) for a in region.args]
+    ops = []
+    for op in region.ops:
+        operands = [rename.get(v.name, v) for v in op.operands]
+        regions = [_clone(r, names, rename) for r in op.regions]
+        results = [new(v) for v in op.results]
+        ops.append(replace(op, operands=operands, results=results, regions=regions))
+    return Region(args, ops)
+
+
+def split_tile_tails(kernel: Kernel) -> Kernel:
+    """``kernel`` with every matrix-unit tile loop split into its full tiles and its tail, then constant-true checks
+    folded (see the module docstring)."""
+    constants = constant_ints(kernel)
+    defs = {v.name: op for op in walk(kernel.body) for v in op.results}
+    names = _Names(kernel)
+
+    def rewrite(region: Region) -> list[Op]:
+        ops: list[Op] = []
+        for op in region.ops:
+            op = replace(op, regions=[Region(list(r.args), rewrite(r)) for r in op.regions])
+            checks = _splittable(op, constants, defs)
+            if not checks:
+                ops.append(op)
+                continue
+            lb, ub, step = op.operands[:3]
+            lb_c, step_c = constants[lb.name], constants[step.name]
+            ub_expr = simplify(defs[ub.name].attrs["expr"])
+            if isinstance(ub_expr, Const):
+                if (ub_expr.value - lb_c) % step_c == 0:    # every tile is full: the checks are true in place
+                    trues = {c.result.name: Op("const", [], [c.result], {"value": True}) for c in checks}
+                    body = op.regions[0]
+                    body = Region(body.args, [trues.get(o.results[0].name, o) if o.results else o
+                                              for o in body.ops])
+                    ops.append(replace(op, regions=[body], attrs={**op.attrs, "narrowing": {
+                        "kind": "all_true", "source": _source(checks[0], step_c),
+                        "proof": f"({ub_expr.value} - {lb_c}) is a multiple of the step {step_c}: every tile is "
+                                 f"full"}}))
+                else:
+                    ops.append(op)
+                continue
+            split_expr = simplify(BinOp("+", Const(lb_c), BinOp("*", BinOp("max", Const(0), BinOp(
+                "//", BinOp("-", ub_expr, Const(lb_c)), Const(step_c))), Const(step_c))))
+            split = Value(names.fresh(ub.name), ScalarType("index"))
+            ops.append(Op("launch", [], [split], {"expr": split_expr}))
+            source = _source(checks[0], step_c)
+            rename: dict[str, Value] = {}
+            body = _clone(op.regions[0], names, rename)
+            truths = {rename[c.result.name].name: Op("const", [], [rename[c.result.name]], {"value": True})
+                      for c in checks}            # the tail checks of the full tiles: true in every lane
+            body = Region(body.args, [truths.get(o.results[0].name, o) if o.results else o for o in body.ops])
+            full_results = [Value(names.fresh(r.name), r.type) for r in op.results]
+            proof = (f"iv in [{lb_c}, split) step {step_c}, split = {split_expr}: every lane iv + r (r < {step_c}) "
+                     f"is <= split - 1 < ub")
+            full = Op("for", [lb, split, step, *op.operands[3:]], full_results,
+                      {**op.attrs, "narrowing": {"kind": "all_true", "proof": proof, "source": source}}, [body],
+                      loc=op.loc)
+            tail = replace(op, operands=[split, ub, step, *full_results],
+                           attrs={**op.attrs, "narrowing": {
+                               "kind": "mixed", "source": source,
+                               "proof": f"the last partial tile: iv in [split, ub), split = {split_expr}"}})
+            ops.extend([full, tail])
+        return ops
+
+    split = replace(kernel, body=Region(list(kernel.body.args), rewrite(kernel.body)))
+    return fold_true_checks(split)
+
+
+def fold_true_checks(kernel: Kernel) -> Kernel:
+    """Constant-true lane checks folded, and accesses whose validity is then true unvalidated (module docstring)."""
+    constants = constant_ints(kernel)
+    defs = {v.name: op for op in walk(kernel.body) for v in op.results}
+    true: set[str] = set()
+    subst: dict[str, Value] = {}
+
+    def sub(v: Value) -> Value:
+        return subst.get(v.name, v)
+
+    def lane_check_true(op: Op) -> bool:
+        lanes = _lane_start_and_width(op.operands[0], defs)
+        bound = _broadcast_of(op.operands[1], defs)
+        if lanes is None or bound is None:
+            return False
+        start, width = constants.get(lanes[0].name), constants.get(bound.name)
+        return start is not None and width is not None and start + lanes[1] <= width
+
+    def rewrite(region: Region) -> list[Op]:
+        ops: list[Op] = []
+        for op in region.ops:
+            op = replace(op, operands=[sub(v) for v in op.operands],
+                         regions=[Region(list(r.args), rewrite(r)) for r in op.regions])
+            if op.name == "const" and op.attrs.get("value") is True:
+                true.add(op.result.name)
+            elif op.name == "broadcast" and op.operands[0].name in true:
+                true.add(op.result.name)
+            elif op.name == "cmp" and op.attrs.get("pred") == "lt" and lane_check_true(op):
+                true.add(op.result.name)
+            elif op.name == "and" and len(op.operands) == 2:
+                a, b = op.operands
+                for keep, drop in ((a, b), (b, a)):
+                    if drop.name in true and keep.type == op.result.type:
+                        subst[op.result.name] = keep
+                        break
+                if a.name in true and b.name in true:
+                    true.add(op.result.name)
+            elif op.name == "select" and op.operands[0].name in true and op.operands[1].type == op.result.type:
+                subst[op.result.name] = op.operands[1]
+            elif op.name in ACCESS_OPS and op.attrs.get("valid") and op.operands[-1].name in true:
+                attrs = {k: v for k, v in op.attrs.items() if k not in ("valid", "fill")}
+                op = replace(op, operands=op.operands[:-1], attrs=attrs)
+            ops.append(op)
+        return ops
+
+    folded = replace(kernel, body=Region(list(kernel.body.args), rewrite(kernel.body)))
+    return _drop_dead(folded, set(subst) | true)
+
+
+def _drop_dead(kernel: Kernel, seeds: set[str]) -> Kernel:
+    """``kernel`` without the pure ops this fold left unused: those defining ``seeds`` and, transitively, the pure
+    producers only they used (other dead code is not this pass's business)."""
+    from collections import Counter
+
+    from intent_eqsat.ir.spec import SPECS
+
+    def pure(op: Op) -> bool:
+        spec = SPECS.get(op.name)
+        return spec is not None and spec.effect == "none" and not op.regions and bool(op.results)
+
+    ops = list(walk(kernel.body))
+    uses = Counter(v.name for op in ops for v in op.operands)
+    defs = {v.name: op for op in ops for v in op.results}
+    dead: set[int] = set()
+    work = [defs[n] for n in seeds if n in defs]
+    while work:
+        op = work.pop()
+        if id(op) in dead or not pure(op) or any(uses[r.name] for r in op.results):
+            continue
+        dead.add(id(op))
+        for v in op.operands:
+            uses[v.name] -= 1
+            if v.name in defs:
+                work.append(defs[v.name])
+
+    def prune(region: Region) -> Region:
+        return Region(list(region.args), [replace(op, regions=[prune(r) for r in op.regions])
+                                          for op in region.ops if id(op) not in dead])
+
+    return replace(kernel, body=prune(kernel.body))
+
+
+__all__ = ["split_tile_tails", "fold_true_checks"]
