@@ -13,7 +13,8 @@ Declaration (SPEC PASS-1):
 - Reads: ``for`` ops with constant lower bound and step ``TN > 1``, an upper bound ``ub`` produced by a ``launch``
   (a LaunchExpr over ABI scalars and shapes), whose body holds a ``contract`` (the loops the provider compilers
   software-pipeline; other loops are left as they are: not measured) and a tile-tail check ``cmp(lt, add(broadcast(
-  iv), range(TN)), broadcast(ub))`` at its top level.
+  iv), range(TN)), broadcast(ub))`` at its top level that is the condition of a ``select`` (arithmetic on every
+  tile; a check that only masks loads is left: measured slower split, see ``_selects_on``).
 - Requires: no ``narrowing`` record on the loop (one split per loop).
 - Rewrites: the loop becomes two in sequence: ``for j0 in [lb, split) step TN`` with ``split = lb + max(0, (ub -
   lb) // TN) * TN``, where the tail check is replaced by ``true`` (``narrowing = all_true``; proof: every lane is
@@ -119,7 +120,23 @@ def _splittable(loop: Op, constants: dict[str, int], defs: dict[str, Op]) -> lis
         return []
     if not any(op.name == "contract" for op in walk(loop.regions[0])):
         return []
-    return _tail_checks(loop, defs, step)
+    checks = _tail_checks(loop, defs, step)
+    return checks if any(_selects_on(c, loop.regions[0]) for c in checks) else []
+
+
+def _selects_on(check: Op, body: Region) -> bool:
+    """The check (through broadcasts and conjunctions) is the condition of a ``select`` in the body: it costs
+    arithmetic on every tile, not only load predicates. A check that only masks loads is left alone: splitting such
+    loops (every GEMM K loop) made the H200 GEMM suite slower (0.957x -> 0.893x cuBLAS, geometric mean of 7,
+    2026-11-30 runs 16/17; two pipelined loops per program, the tail's on every program), while the flash-attention
+    key loop, whose check selects every score, ran 1.09x faster split (sweep 6, docs/perf.md)."""
+    derived = {check.result.name}
+    for op in walk(body):
+        if op.name in ("broadcast", "and") and any(v.name in derived for v in op.operands):
+            derived.update(r.name for r in op.results)
+        elif op.name == "select" and op.operands[0].name in derived:
+            return True
+    return False
 
 
 def _clone(region: Region, names: _Names, rename: dict[str, Value]) -> Region:

@@ -62,9 +62,8 @@ def _tiles(program) -> tuple:
     """(segment extents text, contract operand shapes) of the extracted GEMM."""
     text = ir.print_module(program)
     seg = re.search(r"segment \[(.*)\] order", text).group(1)
-    full, tail = _ops(program, "contract")                 # the full K tiles, then the tail (ir.tail_split)
-    assert [str(v.type) for v in full.operands[:2]] == [str(v.type) for v in tail.operands[:2]]
-    return seg, tuple(str(v.type) for v in full.operands[:2])
+    (c,) = _ops(program, "contract")
+    return seg, tuple(str(v.type) for v in c.operands[:2])
 
 
 def test_gemm_extracts_the_ir12_shape():
@@ -74,44 +73,23 @@ def test_gemm_extracts_the_ir12_shape():
     seg = k.space.segments[0]
     assert [str(e) for e in seg.extents][0].startswith("ceil_div(M, ") and \
         str(seg.extents[1]).startswith("ceil_div(N, ")                       # a tiled grid
-    # a K loop over the full K tiles, then one over the tail (intent_eqsat.ir.tail_split: PASS-3.5, TGT-4)
-    full, tail = _ops(prog, "for")
+    (loop,) = _ops(prog, "for")                                                # one K loop ...
     producers = {r.name: op for op in _walk(k.body) for r in op.results}
-    assert tail.operands[0] is full.operands[1] and tail.operands[3] is full.results[0]
-    assert [full.attrs["narrowing"]["kind"], tail.attrs["narrowing"]["kind"]] == ["all_true", "mixed"]
-    for loop in (full, tail):
-        step = producers[loop.operands[2].name]                                # ... stepping by a K tile
-        assert step.name == "launch" and str(step.attrs["expr"]) in ("16", "32", "64"), step
-        body = loop.regions[0]
-        yielded = body.ops[-1]
-        (c,) = [op for op in body.ops if op.name == "contract"]               # ... accumulating by contract
-        assert yielded.operands[0] is c.results[0] and c.operands[2] is body.args[1]
-        assert c.attrs["lhs_contract"] == (1,) and c.attrs["rhs_contract"] == (0,)
-        for operand in c.operands[:2]:                                         # f16 tiles read directly, masked
-            producer = [op for op in body.ops if operand in op.results][0]
-            assert producer.name == "load" and producer.attrs.get("valid") and producer.attrs.get("fill") == 0.0
-            assert operand.type.dtype == "f16" and len(operand.type.shape) == 2
-            # the full tiles check only the rows / columns of the output tile, the tail the K tile too
-            reads_iv = body.args[0].name in _deps(producers, producer.operands[-1])
-            assert reads_iv == (loop is tail), (loop.attrs["narrowing"], producer)
-        assert loop.attrs.get("reduce") == "add"
+    step = producers[loop.operands[2].name]                                    # ... stepping by a K tile
+    assert step.name == "launch" and str(step.attrs["expr"]) in ("16", "32", "64"), step
+    body = loop.regions[0]
+    yielded = body.ops[-1]
+    (c,) = [op for op in body.ops if op.name == "contract"]                   # ... accumulating by contract
+    assert yielded.operands[0] is c.results[0] and c.operands[2] is body.args[1]
+    assert c.attrs["lhs_contract"] == (1,) and c.attrs["rhs_contract"] == (0,)
+    for operand in c.operands[:2]:                                             # f16 tiles read directly, masked
+        producer = [op for op in body.ops if operand in op.results][0]
+        assert producer.name == "load" and producer.attrs.get("valid") and producer.attrs.get("fill") == 0.0
+        assert operand.type.dtype == "f16" and len(operand.type.shape) == 2
     (store,) = _ops(prog, "store")
     assert store.attrs.get("valid")                                            # masked tails on the output
+    assert loop.attrs.get("reduce") == "add"
     _matches_reference(module, prog)
-
-
-def _deps(producers: dict, v) -> set:
-    """Names of every value ``v`` is computed from (``v`` included)."""
-    out, work = set(), [v]
-    while work:
-        x = work.pop()
-        if x.name in out:
-            continue
-        out.add(x.name)
-        op = producers.get(x.name)
-        if op is not None:
-            work.extend(op.operands)
-    return out
 
 
 def test_block_sizes_follow_the_target_and_the_problem_shape():
@@ -134,12 +112,10 @@ def test_renaming_the_kernel_changes_nothing():
 def test_bias_joins_the_accumulator():
     module, result = _optimized("gemm_bias_relu")
     prog = result.program
-    loop, tail = _ops(prog, "for")                      # the full K tiles, then the tail (ir.tail_split)
+    (loop,) = _ops(prog, "for")
     k = prog.kernels[0]
     producers = {r.name: op for op in _walk(k.body) for r in op.results}
     init = producers[loop.operands[3].name]
-    assert tail.operands[3] is loop.results[0]
-    loop = tail                                         # the K sum's result
     assert init.name == "broadcast" and producers[init.operands[0].name].name == "load"
     assert producers[init.operands[0].name].operands[0].name == "bias"
     assert _ops(prog, "contract") and not [op for op in _ops(prog, "add") if loop.results[0] in op.operands]
