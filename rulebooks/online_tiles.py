@@ -21,8 +21,9 @@ lifts over the key tile to a ``[T0, TN]`` fragment over ``(b0, b2)`` and the wei
 ``(b1, b2)`` (a construct without a lifting leaves the rule unmatched: the per-key loop stays).
 
 Rewrites: ``for j0 in [lb, ub) step TN`` carrying ``(m, l, o)`` from ``(-inf, 0, 0)``: ``S = select(j < ub, s(j0 +
-range(TN)), -inf)``, ``m' = max(m, max_b2 S)``, ``a = m' == -inf ? 1 : exp(m - m')``, ``P = m' == -inf ? 0 : exp(S -
-m')``, ``l' = l * a + sum_b2 P``, ``o' = contract(P, w1 tile, o * a)`` (the moment's sum over the tile is the
+range(TN)), -inf)``, ``m' = max(m, max_b2 S)``, ``a = m' == -inf ? 1 : exp(m - m')``, ``P = exp(S - (m' == -inf ? 0 :
+m'))`` (a row whose maximum is -inf has only -inf scores: its weights are exp(-inf) = 0, the select per row, not per
+score), ``l' = l * a + sum_b2 P``, ``o' = contract(P, w1 tile, o * a)`` (the moment's sum over the tile is the
 contraction of ``P`` with the weight tile along ``b2``, accumulated into the rescaled moment). A second form (``moment_f16`` /
 ``moment_bf16``), when the weight tile is a widened f16/bf16 load: ``P`` rounded to that format and contracted with
 the f16/bf16 tile into the f32 moment. The exponentials are marked ``approximate`` and ``flush_to_zero`` (a
@@ -119,8 +120,11 @@ def _rules():
     m2 = Val.op("max", _vals(m, red(score, "max", "-inf")), maxa, ty)
     empty = Val.op("cmp", _vals(m2, ni), P.amap(origin=origin, pred=A.str_("eq")), b1_row)
     alpha = Val.op("select", _vals(empty, splat("1.0", ty), exp_sub(m, m2, ty)), plain, ty)
-    p = Val.op("select", _vals(Val.op("broadcast", _vals(empty), dims0, b1_tile), splat("0.0", ty_s),
-                               exp_sub(score, Val.op("broadcast", _vals(m2), dims0, ty_s), ty_s)), plain, ty_s)
+    # the weights subtract a per-row safe maximum (0 where the row is still empty) instead of selecting 0 on every
+    # score: a row is empty only when all its scores so far are -inf (a NaN score makes the maximum NaN, not -inf),
+    # so exp(score - 0) = exp(-inf) = +0 there, exactly the weight the select gave; elsewhere m_safe = m'
+    m_safe = Val.op("select", _vals(empty, splat("0.0", ty), m2), plain, ty)
+    p = exp_sub(score, Val.op("broadcast", _vals(m_safe), dims0, ty_s), ty_s)
     l2 = Val.op("add", _vals(Val.op("mul", _vals(l_, alpha), plain, ty), red(p, "add", "0.0")), plain, ty)
     scaled = Val.op("mul", _vals(o, Val.op("broadcast", _vals(alpha), dims0, tyo)), plain, tyo)
     o2 = Val.op("contract", _vals(p, lw, scaled),

@@ -5,7 +5,8 @@ Why: a reduction tile as wide as a constant extent (attention's head dimension w
 with ``TILE_K = 64``) leaves ``for k0 in [0, 64) step 64`` in the program. The loop costs nothing by itself, but a
 provider compiler sees a loop nest: Triton software-pipelines only the innermost loop, so the flash-attention key
 loop around the one-step head-dim loop kept its key/value loads unpipelined and re-loaded the query tile inside
-the nest (H200, 2026-11-30: the same program without the head-dim loop ran 1.4-1.5x faster; docs/perf.md).
+the nest (H200, 2026-11-30: a hand-written kernel of the same form without the head-dim loop ran 1.46-1.48x faster
+than the compiled program with it; docs/perf.md).
 
 Declaration (SPEC PASS-1):
 

@@ -95,6 +95,19 @@ def test_rows_that_start_masked_keep_a_zero_mass():
 
 
 @pytest.mark.slow
+def test_a_key_tile_of_only_minus_inf_scores_gives_zero_weights():
+    """Keys whose scores are all -inf (key rows of -inf against positive queries) fill the first key tile: the rows
+    are empty there (maximum -inf), their weights must be 0 (the per-row safe maximum: exp(-inf - 0), not
+    -inf - -inf = NaN), and the later tiles give the reference's output."""
+    module, result = _flash("attention")
+    _key_loop(result.program.kernels[0])
+    inputs = random_inputs(module, "attention", 4, sizes=SIZES["attention"])
+    inputs["Q"] = abs(inputs["Q"]) + inputs["Q"].dtype.type(0.25)     # positive: Q . (-inf) = -inf, never NaN
+    inputs["K"][:, :, :32, :] = -float("inf")                          # the first key tile (32 keys)
+    assert_matches_reference(module, result.program, inputs=inputs)
+
+
+@pytest.mark.slow
 def test_without_the_numeric_permission_there_are_no_key_tiles():
     """Without the numeric permission no summary loop is rewritten: no key tiles, no rounded weights."""
     _, result = _flash("attention", None)
