@@ -169,10 +169,11 @@ SUITE: tuple[Bench, ...] = (
       for d in (64, 128)),
     Bench("causal_attention_bf16", "attention", "attention", _ATT_CASES, _ATT_CHECKS,
           {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True),
-    # causal narrowing vs the same kernel without the narrowing group, one shape, one run (issue 7 target 1.7x)
+    # causal narrowing vs the same kernel without the narrowing group, one shape, one run (issue 7 target 1.7x);
+    # with the numeric permission, under which the mass and moment loops may skip their masked keys too
     *(Bench(f"causal_attention_bf16_{tag}", "attention", "attention", (Case("Z4 H32 S1024 d64", _att(1024, 64)),),
             _ATT_CHECKS[:1], {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True,
-            source="causal_attention_bf16", without_groups=without)
+            source="causal_attention_bf16", without_groups=without, options=_RELAXED)
       for tag, without in (("narrowed", ()), ("not_narrowed", ("narrowing",)))),
     *(Bench(name, name.rsplit("_", 1)[0], "memory", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16},
             compile_sizes=_ROWS[0].sizes)

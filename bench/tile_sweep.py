@@ -6,8 +6,8 @@ warps and pipeline stages a tensor-core program needs).
         --bind TILE_B0=1,2,4,8,32,128 --bind TILE_B1=128,256 --warps 4,8 --out build/sweep
     python bench/tile_sweep.py prepare bench/suite/gemm_bf16.kir --op matmul --dtype bf16 \\
         --sizes M=4096,N=4096,K=4096 --bind TILE_B0=64,128 --bind TILE_B1=128,256 --warps 4,8 --stages 3,4
-    python bench/tile_sweep.py prepare bench/suite/attention_bf16_d64.kir --op attention --dtype bf16 \
-        --options numerics=relaxed_normalization --sizes Z=4,H=32,S=4096,T=4096,D=64 \
+    python bench/tile_sweep.py prepare bench/suite/attention_bf16_d64.kir --op attention --dtype bf16 \\
+        --options numerics=relaxed_normalization --sizes Z=4,H=32,S=4096,T=4096,D=64 \\
         --bind TILE_B0=64,128 --bind TILE_N=64,128 --bind TILE_K=64 --index-bits 32,64 --warps 4,8 --stages 2,3
     python bench/tile_sweep.py run build/sweep          # on the GPU (triton + torch there)
 
@@ -59,10 +59,9 @@ def prepare(args: argparse.Namespace) -> None:
     from intent_eqsat.extract.cost import RooflineCost, estimate
     from intent_eqsat.ir.core import Module
     from intent_eqsat.pipeline import serialize
+    from intent_eqsat.pipeline import make_options
     from intent_eqsat.providers.targets import get_target
     from intent_eqsat.rules import optimize
-
-    from intent_eqsat.pipeline import make_options
 
     sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.sizes.split(","))}
     options = dict(kv.split("=") for kv in args.options.split(",")) if args.options else None
@@ -99,8 +98,9 @@ def prepare(args: argparse.Namespace) -> None:
             continue
         f = out / "gen" / f"{name}__{tag}.py"
         f.write_text(src)
+        pick = binding == kr.binding and bits in (None, kr.kernel.space.index_bits or 64)
         entries.append({"binding": binding, "status": "ready", "module": str(f.relative_to(out)),
-                        "predicted_s": float(estimate(kernel, "sm90", sizes).total), "pick": binding == kr.binding and bits in (None, kr.kernel.space.index_bits or 64),
+                        "predicted_s": float(estimate(kernel, "sm90", sizes).total), "pick": pick,
                         # the index width the source was printed with (no width bound: the provider's 64 bits)
                         "index_bits": kernel.space.index_bits or 64})
     launch = {"warps": [int(w) for w in args.warps.split(",")], "stages": [int(s) for s in args.stages.split(",")]}

@@ -37,6 +37,12 @@ Invalidates: loop bounds and trip counts, access validity, footprint/cost facts 
 
 Verifier: the shared GPU verifier after the group, including IR-10 (11) ``check_narrowing``: records are complete,
 an all_true loop's validity does not read its induction variable, a mixed loop keeps validity.
+
+After extraction, once the tile sizes are literals, the optimizer runs the group's two passes that need them when
+this group is in the rulebooks (``rules.optimize._range_passes``; each declares itself in its module):
+``intent_eqsat.ir.tail_split`` (a tile loop's full tiles without the tail check) and ``intent_eqsat.ir.range_skip``
+(a blocked loop's all-false range removed by local value propagation: the blocked causal key loops, which the rules
+above do not split).
 """
 from __future__ import annotations
 

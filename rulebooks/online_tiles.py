@@ -27,13 +27,13 @@ score), ``l' = l * a + sum_b2 P``, ``o' = contract(P, w1 tile, o * a)`` (the mom
 contraction of ``P`` with the weight tile along ``b2``, accumulated into the rescaled moment). A second form (``moment_f16`` /
 ``moment_bf16``), when the weight tile is a widened f16/bf16 load: ``P`` rounded to that format and contracted with
 the f16/bf16 tile into the f32 moment. The exponentials are marked ``approximate`` and ``flush_to_zero`` (a
-subnormal weight is 0: the row's mass is at least 1). Unions, as the
-one-pass rewrite: the hoisted max with result 0, the mass loop with result 1, the moment loop with result 2.
+subnormal weight is 0: the row's mass is at least 1). Unions, as the one-pass rewrite: the hoisted max with result
+0, the mass loop with result 1, the moment loop with result 2.
 
 Preserves: the maximum exactly (max is exact under any grouping); mass and moment up to the rescaling's rounding and
 the regrouping of their sums (one rescaling per tile instead of per key), the rounding of ``P`` to the value format
-and approximate exponentials that flush subnormal weights (relaxed_normalization permits these: PASS-1.2's implemented domain names same-dtype
-f16/bf16 weight/value operands; the moment is still accumulated in f32); keys past ``ub`` score ``-inf`` (weight 0) and read nothing; rows whose scores are all ``-inf`` as the one-pass loop
+and approximate exponentials that flush subnormal weights (relaxed_normalization permits these: PASS-1.2's
+implemented domain names same-dtype f16/bf16 weight/value operands; the moment is still accumulated in f32); keys past ``ub`` score ``-inf`` (weight 0) and read nothing; rows whose scores are all ``-inf`` as the one-pass loop
 (mass 0, moment 0); control, effects, the ABI and compile options.
 
 Invalidates: the summary loops' trip count and step, fragment shapes inside them (``[T0, TN]`` score tiles), load

@@ -40,6 +40,7 @@ from intent_eqsat.extract.decisions import Decision, materialization_decisions, 
 from intent_eqsat.extract.extractor import chosen_classes, eclass, extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
+from intent_eqsat.ir.range_skip import skip_false_ranges
 from intent_eqsat.ir.tail_split import split_tile_tails
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
@@ -116,6 +117,8 @@ class Candidate:
     _prov: Provenance | None = field(default=None, repr=False)
     #: binds threads/stages of the decoded kernel the way the optimizer bound its pick's
     _resources: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
+    #: the range narrowing of a bound kernel (``_range_passes``), as the optimizer ran it on its pick
+    _finish: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
 
     def decode(self) -> Kernel:
         """The candidate as an explicit (unverified) GPU IR kernel (its tile parameters bound to ``params``, its
@@ -129,7 +132,8 @@ class Candidate:
         if not TILES.used(k):
             if self._resources is not None:
                 k = self._resources(k)
-            k = split_tile_tails(k)
+            if self._finish is not None:
+                k = self._finish(k)
         return k
 
     def as_dict(self) -> dict[str, Any]:
@@ -326,6 +330,16 @@ def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Call
     return of
 
 
+def _range_passes(groups: list, options: CompileOptions) -> Callable[[Kernel], Kernel]:
+    """Range narrowing that needs the bound tile sizes (SPEC PASS-3.5), part of the ``narrowing`` group's work: run
+    only when that group is in the rulebooks. ``ir.tail_split`` runs a tile loop's full tiles without its tail check;
+    ``ir.range_skip`` stops a per-key loop where its predicate is false in every lane and the body changes nothing."""
+    if not any(g.name == "narrowing" for g in groups):
+        return lambda kernel: kernel
+    relaxed = options.numerics == "relaxed_normalization"
+    return lambda kernel: skip_false_ranges(split_tile_tails(kernel), relaxed)
+
+
 def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:
     """Writes a bound kernel's threads/stages from the same roofline model at the same sizes (the program is
     launched as it was costed; ``intent_eqsat.extract.resources``)."""
@@ -441,9 +455,9 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         res.remarks.append(remark)
     best_cost, best = ranked[0]
     resources = _resource_binder(cost, target)
-    # resources are costed on one copy of each loop body, then the tile loops' tails are split off (SPEC PASS-3.5)
-    bound = split_tile_tails(resources(TILES.bind(decoded, best, _module_with(program, decoded, options, target,
-                                                                              tile_decls))))
+    finish = _range_passes(groups, options)
+    # resources are costed on one copy of each loop body, then the ranges are narrowed (SPEC PASS-3.5)
+    bound = finish(resources(TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))))
     if measured is not None and (measured.threads or measured.stages or measured.index_bits):
         bound = replace(bound, space=replace(bound.space, threads=measured.threads or bound.space.threads,
                                              stages=measured.stages or bound.space.stages,
@@ -462,7 +476,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     for c in alt_terms:
         c.params = dict(best)
     for c in alt_bindings + alt_terms:
-        c._resources = resources
+        c._resources, c._finish = resources, finish
     merged = sorted(alt_bindings + alt_terms, key=lambda c: c.cost) if n_candidates > 0 else []
     res.candidates = [replace(c, rank=i + 1) for i, c in enumerate(merged)]
     _phase(phases, "candidates", t)
