@@ -9,16 +9,17 @@ tile, half of them fully masked. Once the row tile is a literal, the all-false r
 
 Declaration (SPEC PASS-1):
 
-- Reads: pure ``for`` ops with constant step 1 (the per-key loops of a blocked program) and no ``narrowing`` record;
-  at the top level of the body a check ``cmp(le|lt, broadcast(cast?(iv)), R)`` where ``R = cast?(add(broadcast(s),
-  range(N)))`` (or ``broadcast(s)``) is defined outside the loop, ``s`` an index scalar; the compile option
-  ``numerics``.
+- Reads: pure ``for`` ops with a constant step (the per-key loops of a blocked program, or tiled ones) and no
+  ``narrowing`` record; at the top level of the body a check ``cmp(le|lt, J, R)`` where ``J`` is (through
+  broadcasts and casts) the induction variable or ``iv + range(TN)`` (smallest lane ``iv``) and ``R`` is ``s +
+  range(N)`` or ``s`` (largest lane ``s + N - 1``) for an index scalar ``s`` defined outside the loop and other than
+  the loop's own bound; the compile option ``numerics``.
 - Requires: with the check ``false`` in every lane, local value propagation proves the body yields its carried
   values unchanged: ``select(false, a, b) = b``, ``and(false, x) = false``, ``max(x, -inf) = x``, ``exp(-inf) = +0``,
   ``x + (+-0) = x``; and, only under ``numerics = relaxed_normalization`` (IEEE differs only for inf/NaN data):
   ``-inf - m = -inf`` and ``0 * v = 0``. No access of the body writes (stores, atomics).
 - Rewrites: the loop's upper bound ``ub`` becomes ``min(ub, max(lb, B))`` with ``B = s + N`` (``le``) or
-  ``s + N - 1`` (``lt``): every iteration from ``B`` on has the check false in every lane. The loop carries
+  ``s + N - 1`` (``lt``): every iteration starting from ``B`` on has the check false in every lane. The loop carries
   ``narrowing = {kind = mixed, proof = "all_false_skipped: ...", source}`` (it keeps its checks).
 - Preserves: every carried result (exactly; under relaxed numerics up to inf/NaN in skipped data), effects (the
   body has none), the ABI.
