@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.single_trip import constant_ints
-from intent_eqsat.ir.spec import WRITE_ACCESSES
+from intent_eqsat.ir.spec import ACCESS_OPS, WRITE_ACCESSES
 from intent_eqsat.ir.tail_split import _Names, _range_width
 from intent_eqsat.ir.types import ScalarType
 
@@ -42,10 +42,17 @@ INDEX = ScalarType("index")
 FALSE, NEG_INF, ZERO = "false", "-inf", "0"
 
 
+def _dtype(v: Value) -> str:
+    return str(getattr(v.type, "dtype", v.type))
+
+
 def _strip(v: Value, defs: dict[str, Op]) -> Value:
-    """``v`` through broadcasts (any dims: the lanes keep their values) and casts (index <-> i64: value preserving)."""
+    """``v`` through broadcasts (any dims: the lanes keep their values) and casts between ``index`` and ``i64``
+    (value preserving; other casts may not be, and stop the walk)."""
     op = defs.get(v.name)
-    while op is not None and op.name in ("cast", "broadcast") and len(op.operands) == 1:
+    while op is not None and len(op.operands) == 1 and (
+            op.name == "broadcast" or
+            op.name == "cast" and {_dtype(op.operands[0]), _dtype(v)} <= {"index", "i64"}):
         v = op.operands[0]
         op = defs.get(v.name)
     return v
@@ -169,6 +176,10 @@ def _positive_zero(v: Value, defs: dict[str, Op]) -> bool:
     return isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0 and math.copysign(1.0, c) > 0
 
 
+def _has_validated_access(loop: Op) -> bool:
+    return any(o.name in ACCESS_OPS and o.attrs.get("valid") for o in walk(loop.regions[0]))
+
+
 def skip_false_ranges(kernel: Kernel, relaxed: bool) -> Kernel:
     """``kernel`` with every loop's all-false tail removed where the body provably changes nothing there."""
     constants = constant_ints(kernel)
@@ -180,7 +191,8 @@ def skip_false_ranges(kernel: Kernel, relaxed: bool) -> Kernel:
         for op in region.ops:
             op = replace(op, regions=[Region(list(r.args), rewrite(r)) for r in op.regions])
             found = None
-            if op.name == "for" and "narrowing" not in op.attrs and (constants.get(op.operands[2].name) or 0) >= 1:
+            if op.name == "for" and "narrowing" not in op.attrs and (constants.get(op.operands[2].name) or 0) >= 1 \
+                    and _has_validated_access(op):                  # a mixed range keeps a validity (IR-10 (11))
                 found = next((c for c in _checks(op, defs) if yields_carry_when_false(op, c[0], defs, relaxed)),
                              None)
             if found is None:
