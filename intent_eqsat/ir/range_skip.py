@@ -32,9 +32,9 @@ import math
 from dataclasses import replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
+from intent_eqsat.ir.loop_rewrite import FreshNames, range_width, rewrite_ops
 from intent_eqsat.ir.single_trip import constant_ints
 from intent_eqsat.ir.spec import ACCESS_OPS, WRITE_ACCESSES
-from intent_eqsat.ir.tail_split import _Names, _range_width
 from intent_eqsat.ir.types import ScalarType
 
 INDEX = ScalarType("index")
@@ -65,7 +65,7 @@ def _lanes_from(v: Value, defs: dict[str, Op]) -> tuple[Value, int] | None:
     op = defs.get(base.name)
     if op is not None and op.name == "add" and len(op.operands) == 2:
         for a, b in (op.operands, op.operands[::-1]):
-            aop, width = defs.get(a.name), _range_width(defs.get(b.name))
+            aop, width = defs.get(a.name), range_width(defs.get(b.name))
             if width is not None and aop is not None and aop.name == "broadcast" and not aop.attrs.get("dims"):
                 return aop.operands[0], width - 1
     return base, 0
@@ -184,36 +184,27 @@ def skip_false_ranges(kernel: Kernel, relaxed: bool) -> Kernel:
     """``kernel`` with every loop's all-false tail removed where the body provably changes nothing there."""
     constants = constant_ints(kernel)
     defs = {v.name: op for op in walk(kernel.body) for v in op.results}
-    names = _Names(kernel)
+    names = FreshNames(kernel)
 
-    def rewrite(region: Region) -> list[Op]:
-        ops: list[Op] = []
-        for op in region.ops:
-            op = replace(op, regions=[Region(list(r.args), rewrite(r)) for r in op.regions])
-            found = None
-            if op.name == "for" and "narrowing" not in op.attrs and (constants.get(op.operands[2].name) or 0) >= 1 \
-                    and _has_validated_access(op):                  # a mixed range keeps a validity (IR-10 (11))
-                found = next((c for c in _checks(op, defs) if yields_carry_when_false(op, c[0], defs, relaxed)),
-                             None)
-            if found is None:
-                ops.append(op)
-                continue
-            check, s, offset = found
-            lb, ub = op.operands[:2]
-            k = Value(names.fresh("skip_off"), INDEX)
-            b = Value(names.fresh("skip_b"), INDEX)
-            lo = Value(names.fresh("skip_lo"), INDEX)
-            new_ub = Value(names.fresh("skip_ub"), INDEX)
-            ops += [Op("const", [], [k], {"value": offset}), Op("add", [s, k], [b]),
-                    Op("max", [lb, b], [lo]), Op("min", [ub, lo], [new_ub])]
-            proof = (f"all_false_skipped: iterations from s + {offset} on have %{check.result.name} false in every "
-                     f"lane (rows s + range); with it false the body yields its carried values unchanged (local "
-                     f"value propagation{', relaxed numerics' if relaxed else ''})")
-            ops.append(replace(op, operands=[lb, new_ub, *op.operands[2:]], attrs={**op.attrs, "narrowing": {
-                "kind": "mixed", "proof": proof, "source": f"check %{check.result.name} (iv <= rows)"}}))
-        return ops
+    def skip(op: Op) -> list[Op] | None:
+        if op.name != "for" or "narrowing" in op.attrs or (constants.get(op.operands[2].name) or 0) < 1 or \
+                not _has_validated_access(op):              # a mixed range keeps a validity (IR-10 (11))
+            return None
+        found = next((c for c in _checks(op, defs) if yields_carry_when_false(op, c[0], defs, relaxed)), None)
+        if found is None:
+            return None
+        check, s, offset = found
+        lb, ub = op.operands[:2]
+        k, b, lo, new_ub = (Value(names.fresh(n), INDEX) for n in ("skip_off", "skip_b", "skip_lo", "skip_ub"))
+        proof = (f"all_false_skipped: iterations from s + {offset} on have %{check.result.name} false in every "
+                 f"lane (rows s + range); with it false the body yields its carried values unchanged (local "
+                 f"value propagation{', relaxed numerics' if relaxed else ''})")
+        return [Op("const", [], [k], {"value": offset}), Op("add", [s, k], [b]), Op("max", [lb, b], [lo]),
+                Op("min", [ub, lo], [new_ub]),
+                replace(op, operands=[lb, new_ub, *op.operands[2:]], attrs={**op.attrs, "narrowing": {
+                    "kind": "mixed", "proof": proof, "source": f"check %{check.result.name} (iv <= rows)"}})]
 
-    return replace(kernel, body=Region(list(kernel.body.args), rewrite(kernel.body)))
+    return rewrite_ops(kernel, skip)
 
 
 __all__ = ["skip_false_ranges", "yields_carry_when_false"]

@@ -7,7 +7,8 @@ only the last tile can be partial. In the flash-attention key loop the check is 
 mask on every key/value load: the same H200 program edited by hand without them ran 1.11-1.13x faster
 (2026-11-30, d64, docs/perf.md); compiled with this pass, 1.09x. The split needs the tile width, so it runs after
 the tile parameters are bound (:func:`intent_eqsat.rules.tiles.bind`) and the launch resources with them (the
-resource model costs one copy of each loop body), in ``rules.optimize`` and ``Candidate.decode``.
+resource model costs one copy of each loop body): ``rules.optimize._range_passes``, when the ``narrowing`` group is
+in the rulebooks.
 
 Declaration (SPEC PASS-1):
 
@@ -32,43 +33,14 @@ Declaration (SPEC PASS-1):
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, simplify
+from intent_eqsat.ir.loop_rewrite import FreshNames, range_width, rewrite_ops
 from intent_eqsat.ir.single_trip import constant_ints
 from intent_eqsat.ir.spec import ACCESS_OPS
-from intent_eqsat.ir.types import FragmentType, ScalarType
-
-
-class _Names:
-    """Fresh SSA names that no value of the kernel uses."""
-
-    def __init__(self, kernel: Kernel):
-        self.used = {a.name for a in kernel.body.args}
-        for op in walk(kernel.body):
-            self.used.update(v.name for v in op.results)
-            for r in op.regions:
-                self.used.update(a.name for a in r.args)
-        self.n = itertools.count()
-
-    def fresh(self, base: str) -> str:
-        while True:
-            name = f"{base}_t{next(self.n)}"
-            if name not in self.used:
-                self.used.add(name)
-                return name
-
-
-def _range_width(op: Op | None) -> int | None:
-    """N for ``range() : frag<index, [N]>`` starting at 0."""
-    if op is None or op.name != "range" or op.attrs.get("start", 0) != 0:
-        return None
-    t = op.result.type
-    if not isinstance(t, FragmentType) or len(t.shape) != 1 or not isinstance(t.shape[0], Const):
-        return None
-    return int(t.shape[0].value)
+from intent_eqsat.ir.types import ScalarType
 
 
 def _lane_start_and_width(v: Value, defs: dict[str, Op]) -> tuple[Value, int] | None:
@@ -77,7 +49,7 @@ def _lane_start_and_width(v: Value, defs: dict[str, Op]) -> tuple[Value, int] | 
     if op is None or op.name != "add" or len(op.operands) != 2:
         return None
     for a, b in (op.operands, op.operands[::-1]):
-        bop, width = defs.get(a.name), _range_width(defs.get(b.name))
+        bop, width = defs.get(a.name), range_width(defs.get(b.name))
         if width is not None and bop is not None and bop.name == "broadcast" and not bop.attrs.get("dims"):
             return bop.operands[0], width
     return None
@@ -140,7 +112,7 @@ def _selects_on(check: Op, body: Region) -> bool:
     return False
 
 
-def _clone(region: Region, names: _Names, rename: dict[str, Value]) -> Region:
+def _clone(region: Region, names: FreshNames, rename: dict[str, Value]) -> Region:
     """``region`` with every value it defines renamed (uses follow ``rename``)."""
     def new(v: Value) -> Value:
         rename[v.name] = Value(names.fresh(v.name), v.type)
@@ -161,57 +133,48 @@ def split_tile_tails(kernel: Kernel) -> Kernel:
     folded (see the module docstring)."""
     constants = constant_ints(kernel)
     defs = {v.name: op for op in walk(kernel.body) for v in op.results}
-    names = _Names(kernel)
+    names = FreshNames(kernel)
 
-    def rewrite(region: Region) -> list[Op]:
-        ops: list[Op] = []
-        for op in region.ops:
-            op = replace(op, regions=[Region(list(r.args), rewrite(r)) for r in op.regions])
-            checks = _splittable(op, constants, defs)
-            if not checks:
-                ops.append(op)
-                continue
-            lb, ub, step = op.operands[:3]
-            lb_c, step_c = constants[lb.name], constants[step.name]
-            ub_expr = simplify(defs[ub.name].attrs["expr"])
-            if isinstance(ub_expr, Const):
-                if (ub_expr.value - lb_c) % step_c == 0:    # every tile is full: the checks are true in place
-                    trues = {c.result.name: Op("const", [], [c.result], {"value": True}) for c in checks}
-                    body = op.regions[0]
-                    body = Region(body.args, [trues.get(o.results[0].name, o) if o.results else o
-                                              for o in body.ops])
-                    ops.append(replace(op, regions=[body], attrs={**op.attrs, "narrowing": {
-                        "kind": "all_true", "source": _source(checks[0], step_c),
-                        "proof": f"({ub_expr.value} - {lb_c}) is a multiple of the step {step_c}: every tile is "
-                                 f"full"}}))
-                else:
-                    ops.append(op)
-                continue
-            split_expr = simplify(BinOp("+", Const(lb_c), BinOp("*", BinOp("max", Const(0), BinOp(
-                "//", BinOp("-", ub_expr, Const(lb_c)), Const(step_c))), Const(step_c))))
-            split = Value(names.fresh(ub.name), ScalarType("index"))
-            ops.append(Op("launch", [], [split], {"expr": split_expr}))
-            source = _source(checks[0], step_c)
-            rename: dict[str, Value] = {}
-            body = _clone(op.regions[0], names, rename)
-            truths = {rename[c.result.name].name: Op("const", [], [rename[c.result.name]], {"value": True})
-                      for c in checks}            # the tail checks of the full tiles: true in every lane
-            body = Region(body.args, [truths.get(o.results[0].name, o) if o.results else o for o in body.ops])
-            full_results = [Value(names.fresh(r.name), r.type) for r in op.results]
-            proof = (f"iv in [{lb_c}, split) step {step_c}, split = {split_expr}: every lane iv + r (r < {step_c}) "
-                     f"is <= split - 1 < ub")
-            full = Op("for", [lb, split, step, *op.operands[3:]], full_results,
-                      {**op.attrs, "narrowing": {"kind": "all_true", "proof": proof, "source": source}}, [body],
-                      loc=op.loc)
-            tail = replace(op, operands=[split, ub, step, *full_results],
-                           attrs={**op.attrs, "narrowing": {
-                               "kind": "mixed", "source": source,
-                               "proof": f"the last partial tile: iv in [split, ub), split = {split_expr}"}})
-            ops.extend([full, tail])
-        return ops
+    def split(op: Op) -> list[Op] | None:
+        checks = _splittable(op, constants, defs)
+        if not checks:
+            return None
+        lb, ub, step = op.operands[:3]
+        lb_c, step_c = constants[lb.name], constants[step.name]
+        ub_expr = simplify(defs[ub.name].attrs["expr"])
+        source = _source(checks[0], step_c)
+        if isinstance(ub_expr, Const):
+            if (ub_expr.value - lb_c) % step_c:
+                return None
+            # every tile is full: the checks are true in place
+            return [replace(op, regions=[_checks_true(op.regions[0], [c.result for c in checks])], attrs={
+                **op.attrs, "narrowing": {"kind": "all_true", "source": source, "proof": (
+                    f"({ub_expr.value} - {lb_c}) is a multiple of the step {step_c}: every tile is full")}})]
+        split_expr = simplify(BinOp("+", Const(lb_c), BinOp("*", BinOp("max", Const(0), BinOp(
+            "//", BinOp("-", ub_expr, Const(lb_c)), Const(step_c))), Const(step_c))))
+        split_at = Value(names.fresh(ub.name), ScalarType("index"))
+        rename: dict[str, Value] = {}
+        body = _clone(op.regions[0], names, rename)
+        body = _checks_true(body, [rename[c.result.name] for c in checks])   # the full tiles' tail checks
+        full_results = [Value(names.fresh(r.name), r.type) for r in op.results]
+        proof = (f"iv in [{lb_c}, split) step {step_c}, split = {split_expr}: every lane iv + r (r < {step_c}) "
+                 f"is <= split - 1 < ub")
+        full = Op("for", [lb, split_at, step, *op.operands[3:]], full_results,
+                  {**op.attrs, "narrowing": {"kind": "all_true", "proof": proof, "source": source}}, [body],
+                  loc=op.loc)
+        tail = replace(op, operands=[split_at, ub, step, *full_results], attrs={**op.attrs, "narrowing": {
+            "kind": "mixed", "source": source,
+            "proof": f"the last partial tile: iv in [split, ub), split = {split_expr}"}})
+        return [Op("launch", [], [split_at], {"expr": split_expr}), full, tail]
 
-    split = replace(kernel, body=Region(list(kernel.body.args), rewrite(kernel.body)))
-    return fold_true_checks(split)
+    return fold_true_checks(rewrite_ops(kernel, split))
+
+
+def _checks_true(body: Region, checks: list[Value]) -> Region:
+    """``body`` with the ops defining ``checks`` replaced by the constant ``true`` of the same type."""
+    names = {v.name for v in checks}
+    return Region(body.args, [Op("const", [], list(o.results), {"value": True})
+                              if o.results and o.results[0].name in names else o for o in body.ops])
 
 
 def fold_true_checks(kernel: Kernel) -> Kernel:

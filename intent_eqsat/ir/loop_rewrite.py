@@ -1,0 +1,57 @@
+"""Helpers the post-binding loop passes share (``ir.tail_split``, ``ir.range_skip``): fresh SSA names, the width of
+a ``range``, and an inner-first walk that lets a pass replace an op by a list of ops."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import Callable
+
+from intent_eqsat.ir.core import Kernel, Op, Region
+from intent_eqsat.ir.launch import Const
+from intent_eqsat.ir.types import FragmentType
+
+
+class FreshNames:
+    """Fresh SSA names that no value of the kernel uses."""
+
+    def __init__(self, kernel: Kernel):
+        from intent_eqsat.ir.core import walk
+        self.used = {a.name for a in kernel.body.args}
+        for op in walk(kernel.body):
+            self.used.update(v.name for v in op.results)
+            for r in op.regions:
+                self.used.update(a.name for a in r.args)
+        self.n = itertools.count()
+
+    def fresh(self, base: str) -> str:
+        while True:
+            name = f"{base}_t{next(self.n)}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
+
+
+def range_width(op: Op | None) -> int | None:
+    """N for ``range() : frag<index, [N]>`` starting at 0."""
+    if op is None or op.name != "range" or op.attrs.get("start", 0) != 0:
+        return None
+    t = op.result.type
+    if not isinstance(t, FragmentType) or len(t.shape) != 1 or not isinstance(t.shape[0], Const):
+        return None
+    return int(t.shape[0].value)
+
+
+def rewrite_ops(kernel: Kernel, fn: Callable[[Op], "list[Op] | None"]) -> Kernel:
+    """``kernel`` with every op (its regions rewritten first) replaced by ``fn(op)``; None keeps the op."""
+    def rewrite(region: Region) -> list[Op]:
+        ops: list[Op] = []
+        for op in region.ops:
+            op = replace(op, regions=[Region(list(r.args), rewrite(r)) for r in op.regions])
+            new = fn(op)
+            ops.extend([op] if new is None else new)
+        return ops
+
+    return replace(kernel, body=Region(list(kernel.body.args), rewrite(kernel.body)))
+
+
+__all__ = ["FreshNames", "range_width", "rewrite_ops"]
