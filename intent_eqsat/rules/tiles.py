@@ -105,18 +105,26 @@ def choose(kernel: Kernel, doms: Mapping[str, Sequence[int]], cost_of: Callable[
     whose ownership and member tiles together hold fewer than ``min_lanes`` members (a warp leaves lanes idle) is
     not tried, and a tile axis narrower than ``min_lanes`` only in a program that reduces a member tile
     (``TILE_R``): the model ignores per-program overhead and coalescing, which narrow tiles of other programs pay
-    (a 4x32 transpose tile was its pick without this)."""
+    (a 4x32 transpose tile was its pick without this). When these exclude every binding (a domain of narrow tiles
+    only), every binding is tried."""
     names = used(kernel)
     if not names:
         return [(cost_of({}), {})]
     ranked = []
     lanes = [n for n in names if n in OWNERSHIP + MEMBERS]
-    for combo in itertools.product(*(sorted(doms[n]) for n in names)):
-        binding = dict(zip(names, (int(c) for c in combo)))
+    combos = [dict(zip(names, (int(c) for c in combo))) for combo in itertools.product(*(sorted(doms[n])
+                                                                                         for n in names))]
+
+    def narrow(binding: dict[str, int]) -> bool:
         if lanes and math.prod(binding[n] for n in lanes) < min_lanes:
-            continue
-        if "TILE_R" not in binding and any(binding[n] < min_lanes for n in lanes):
-            continue                  # a narrow row tile only where a member tile of a reduction fills the lanes
+            return True
+        # a narrow row tile only where a member tile of a reduction fills the lanes
+        return "TILE_R" not in binding and any(binding[n] < min_lanes for n in lanes)
+
+    # the lane filters are preferences: a domain they exclude entirely (tile candidates all narrower than a warp)
+    # is still costed, whole
+    wide = [b for b in combos if not narrow(b)] or combos
+    for binding in wide:
         c = cost_of(binding)
         ranked.append((c if c == c else math.inf, binding))
     ranked.sort(key=lambda cb: (cb[0], tuple(cb[1][n] for n in names)))

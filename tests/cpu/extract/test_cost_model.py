@@ -255,3 +255,13 @@ def test_choose_skips_bindings_narrower_than_a_warp(monkeypatch):
     tiles.choose(None, {"TILE_B0": (1, 2, 32), "TILE_B1": (32, 64)}, lambda b: seen.append(dict(b)) or 1.0,
                  min_lanes=32)
     assert seen and all(b["TILE_B0"] == 32 for b in seen)     # no member tile: every axis holds a warp
+
+
+def test_choose_costs_every_binding_when_the_lane_filters_exclude_all(monkeypatch):
+    """Tile candidates all narrower than a warp (``tile_candidates=(8,)``): the lane filters are preferences, so
+    the bindings are still ranked (the optimizer used to fail with an empty ranking on the flash program, which
+    has no member tile ``TILE_R``)."""
+    from intent_eqsat.rules import tiles
+    monkeypatch.setattr(tiles, "used", lambda kernel: ["TILE_B0", "TILE_B1", "TILE_N"])
+    ranked = tiles.choose(None, {"TILE_B0": (8,), "TILE_B1": (8,), "TILE_N": (8,)}, lambda b: 1.0, min_lanes=32)
+    assert ranked == [(1.0, {"TILE_B0": 8, "TILE_B1": 8, "TILE_N": 8})]
