@@ -11,8 +11,9 @@ minimum ``s`` and maximum ``s + T - 1``; value facts (constants, ``-inf`` fills,
 
 Legality: only exact bounds facts give intervals: with ``B`` the per-lane threshold of the predicate (``iv < B`` for
 le/lt, ``iv >= B`` for ge/gt), every lane is true on ``[lb, min B)`` (resp. ``[max B, ub)``) and false on
-``[max B, ub)`` (resp. ``[lb, min B)``); split points are clamped into ``[lb, ub]``. The loop body must hold an access
-with validity (the mixed range keeps it). The all-false range is removed only when local value propagation, with the
+``[max B, ub)`` (resp. ``[lb, min B)``); split points are clamped into ``[lb, ub]``. The loop carries one scalar and
+its body must hold an access with validity (the mixed range keeps it): other loops (blocked ones, and reads in bounds
+whatever the predicate, which the construction does not validate) are narrowed after binding (below). The all-false range is removed only when local value propagation, with the
 predicate replaced by ``false``, proves the body yields the carried value unchanged for every lane: exact laws
 ``select(false, a, b) = b``, ``max(acc, -inf) = acc`` (NaN-propagating max, -0 kept), ``exp(-inf) = +0``,
 ``x - m = -inf`` for ``x = -inf`` and ``m`` a constant that is neither ``-inf`` nor NaN, ``0 * v = +-0`` for a finite
@@ -36,13 +37,15 @@ pure loops); the ABI; compile options.
 Invalidates: loop bounds and trip counts, access validity, footprint/cost facts of the loop nest.
 
 Verifier: the shared GPU verifier after the group, including IR-10 (11) ``check_narrowing``: records are complete,
-an all_true loop's validity does not read its induction variable, a mixed loop keeps validity.
+an all_true loop's validity does not read its induction variable, a mixed loop keeps its predicate (a validity, or
+a select on a check of the induction variable).
 
 After extraction, once the tile sizes are literals, the optimizer runs the group's two passes that need them when
 this group is in the rulebooks (``rules.optimize._range_passes``; each declares itself in its module):
-``intent_eqsat.ir.tail_split`` (a tile loop's full tiles without the tail check) and ``intent_eqsat.ir.range_skip``
-(a blocked loop's all-false range removed by local value propagation: the blocked causal key loops, which the rules
-above do not split).
+``intent_eqsat.ir.range_skip`` (a loop with a lane check other than its tile tail: its all-true iterations with the
+checks ``true``, then the rest, whose all-false end is removed where local value propagation proves the body is the
+identity there: causal attention's key loops, per key or per key tile) and then ``intent_eqsat.ir.tail_split`` (a tile
+loop's full tiles without the tail check).
 """
 from __future__ import annotations
 
@@ -415,7 +418,11 @@ def _split_rules():
     args = Tys.cons(ivt, Tys.cons(t, Tys.nil()))
     region = Regions.cons(Region.make(d, args, Stmts.nil(), P.vals(y0), ya), Regions.nil())
     loop = Multi.op("for", P.vals(lb, ub, st, init), at, tys, region)
-    facts = [eq(res).to(Val.res(mu, 0, t)), eq(mu).to(loop), IntVal(st, 1), eq(Gen(mu)).to(i64(0)),
+    # scalar carries only: a blocked loop (a fragment carry) is narrowed after binding, when its tile sizes are
+    # literals (``intent_eqsat.ir.range_skip``); splitting it here also multiplied the substitution's terms with the
+    # fragment forms of the other groups (causal attention's e-graph grew past the node limit within one analysis)
+    facts = [eq(res).to(Val.res(mu, 0, t)), eq(mu).to(loop), eq(t).to(Ty.scalar(var("cdt", String))), IntVal(st, 1),
+             eq(Gen(mu)).to(i64(0)),
              InBody(mu, d, p), ValidAcc(mu), eq(p).to(Val.op("cmp", P.vals(pa, pb), pat, pt)),
              P.HasAttr(pat, "origin", A.str_(src)),
              eq(ml).to(Dep(lo)), eq((ml >> _IV_BITS) >> d).to(i64(0)),

@@ -363,6 +363,26 @@ def _hoist_rules() -> list:
         out.append(named(name, rule(eq(v).to(Val.op(nm, ops, attrs, big)), *facts, name=name).then(
             union(v).with_(P.broadcast(Val.op(nm, nops, attrs, small(dt)), dims, big))),
             "op(bcast(a), splat(s)) == bcast(op(a, splat(s))) (the splat re-targeted at a's shape)"))
+    # ternary (select): a condition broadcast from a fragment, each value broadcast the same way or a scalar splat
+    # (a masked score ``select(j <= i, s, -inf)`` whose condition and score range over the rows only)
+    c, dc = var("c", Val), var("dc", String)
+    mc = var("mc", AMap)
+    for kind, fa, fb in (("splat_right", True, False),):
+        facts = [Elementwise(nm), P.HasAttr(mc, "dims", dims), P.ValTy(c, small(dc))]
+        ops, nops = [bc(c, mc, dc)], [c]
+        for x, mx_, frag, xdt in ((a, ma, fa, da), (b, mb, fb, db)):
+            ops.append(bc(x, mx_, xdt))
+            if frag:
+                facts += [P.HasAttr(mx_, "dims", dims), P.ValTy(x, small(xdt))]
+                nops.append(x)
+            else:
+                facts += [P.HasAttr(mx_, "dims", NO_DIMS), P.ValTy(x, Ty.scalar(xdt))]
+                nops.append(P.broadcast(x, NO_DIMS, small(xdt)))
+        name = f"reduction.hoist_ternary_{kind}"
+        out.append(named(name, rule(eq(v).to(Val.op(nm, P.vals(*ops), attrs, big)), *facts, name=name).then(
+            union(v).with_(P.broadcast(Val.op(nm, P.vals(*nops), attrs, small(dt)), dims, big))),
+            "op(bcast(c), bcast(a) or splat(s), bcast(b) or splat(s)) == bcast(op(c, a, b)) at c's shape (the "
+            "splats re-targeted)"))
     return out
 
 

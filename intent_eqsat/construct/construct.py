@@ -145,6 +145,8 @@ def _group(rb: RegionBuilder, coords: list[Value], ws: Workset, keys: tuple[str,
     low = Lowerer(facts, kf, em, abi)
     owner = ws.owner
     env = Env(vars=dict(zip(keys, coords)))
+    for key, coord in zip(keys, coords):
+        low.record_span(coord, key)
     em.origin = owner.id
     if not ws.followers:
         _write(low, owner, env)

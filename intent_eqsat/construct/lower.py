@@ -98,6 +98,15 @@ class Lowerer:
         self.types = {**facts.combiner_types, **kf.types}
         self.refs = {**facts.combiner_refs, **kf.refs}
         self.lets = {s.name: s for s in kf.kernel.body if isinstance(s, m.Let)}
+        #: index values that range over exactly ``[0, hi)`` (program coordinates and reduction induction
+        #: variables of a variable whose lower bound is 0), by value name -> ``hi``
+        self.spans: dict[str, LaunchExpr] = {}
+
+    def record_span(self, v: Value, key: str) -> None:
+        """Note that ``v`` ranges over the whole domain of index variable ``key`` when that domain starts at 0."""
+        info = self.kf.vars[key]
+        if not info.lo.terms:
+            self.spans[v.name] = poly_to_launch(info.hi)
 
     # -------------------------------------------------------------------------------------------- helpers
 
@@ -266,6 +275,13 @@ class Lowerer:
         if env.valid is None:
             return self.em.pure("gather" if data_dependent else "load", [view, *coords], ScalarType(dtype),
                                 valid=False)
+        # A read whose every coordinate ranges over exactly its view's axis is in bounds whatever the predicate: it
+        # touches no memory it could not, and the predicate's select discards its value where the predicate fails
+        # (the where's fill), so it is read unconditionally. Scores read this way stay the same term under and
+        # outside the predicate (the summary relations of online renormalization compare them).
+        if all(self.spans.get(c.name) == view.type.shape[axis] for axis, c in enumerate(coords)):
+            return self.em.pure("gather" if data_dependent else "load", [view, *coords], ScalarType(dtype),
+                                valid=False)
         # Under a predicate: the member reads memory only where the predicate holds and it is in bounds.
         valid = env.valid
         for axis, c in enumerate(coords):
@@ -399,6 +415,8 @@ class Lowerer:
             lo, hi = self.bounds(keys[level], inner_env)
 
             def body(iv: Value, acc: list[Value]) -> list[Value]:
+                if keys[level] not in inner_env.chunk:
+                    self.record_span(iv, keys[level])
                 env2 = replace(inner_env, vars={**inner_env.vars, keys[level]: iv})
                 if level + 1 < len(keys):
                     return nest(level + 1, env2, acc)

@@ -1,12 +1,13 @@
 """Helpers the post-binding loop passes share (``ir.tail_split``, ``ir.range_skip``): fresh SSA names, the width of
-a ``range``, and an inner-first walk that lets a pass replace an op by a list of ops."""
+a ``range``, an inner-first walk that lets a pass replace an op by a list of ops, a renamed copy of a loop body and
+checks replaced by ``true``."""
 from __future__ import annotations
 
 import itertools
 from dataclasses import replace
 from typing import Callable
 
-from intent_eqsat.ir.core import Kernel, Op, Region
+from intent_eqsat.ir.core import Kernel, Op, Region, Value
 from intent_eqsat.ir.launch import Const
 from intent_eqsat.ir.types import FragmentType
 
@@ -54,4 +55,27 @@ def rewrite_ops(kernel: Kernel, fn: Callable[[Op], "list[Op] | None"]) -> Kernel
     return replace(kernel, body=Region(list(kernel.body.args), rewrite(kernel.body)))
 
 
-__all__ = ["FreshNames", "range_width", "rewrite_ops"]
+def clone_region(region: Region, names: FreshNames, rename: dict[str, Value]) -> Region:
+    """``region`` with every value it defines renamed (uses follow ``rename``)."""
+    def new(v: Value) -> Value:
+        rename[v.name] = Value(names.fresh(v.name), v.type)
+        return rename[v.name]
+
+    args = [new(a) for a in region.args]
+    ops = []
+    for op in region.ops:
+        operands = [rename.get(v.name, v) for v in op.operands]
+        regions = [clone_region(r, names, rename) for r in op.regions]
+        results = [new(v) for v in op.results]
+        ops.append(replace(op, operands=operands, results=results, regions=regions))
+    return Region(args, ops)
+
+
+def checks_true(body: Region, checks: list[Value]) -> Region:
+    """``body`` with the ops defining ``checks`` replaced by the constant ``true`` of the same type."""
+    names = {v.name for v in checks}
+    return Region(body.args, [Op("const", [], list(o.results), {"value": True})
+                              if o.results and o.results[0].name in names else o for o in body.ops])
+
+
+__all__ = ["FreshNames", "checks_true", "clone_region", "range_width", "rewrite_ops"]

@@ -1,45 +1,57 @@
-"""A loop stops where its predicate is false in every lane and the body provably changes nothing (SPEC PASS-3.5
-"all-false is skipped only if the summarizer/reduction yields identity with no effect for every free lane (proved by
-local value propagation)", IR-10 (11)); run on blocked programs after the tile sizes are bound.
+"""A loop runs its all-true iterations without its lane checks and stops where they are false in every lane and the
+body provably changes nothing (SPEC PASS-3.5 "all_true/mixed/all_false ... all-false is skipped only if the
+summarizer/reduction yields identity with no effect for every free lane (proved by local value propagation)",
+IR-10 (11), TGT-4 "unmasked all-valid body, guarded mixed range"); run after the tile sizes are bound.
 
-Why: the ``narrowing`` group splits predicate ranges on the e-graph, but only the scalar (unblocked) causal program
-gets split there (issue 4 note); the blocked program the extractor picks still walks every key for every query
-tile, half of them fully masked. Once the row tile is a literal, the all-false range of a causal key loop is
-``[r0 + TB0, T)`` for a program whose rows are ``r0 + range(TB0)``.
+Why: the ``narrowing`` group splits predicate ranges on the e-graph, but only for scalar loops with a validated
+read; blocked programs, and reads that are in bounds whatever the predicate (unvalidated, ``construct.lower``), are
+narrowed here, once the row tile is a literal. Causal attention's one-pass key-tile loop (flash form) runs the tiles
+below the row tile's diagonal unmasked, the diagonal tiles with their checks, and none past them.
 
 Declaration (SPEC PASS-1):
 
-- Reads: pure ``for`` ops with a constant step (the per-key loops of a blocked program, or tiled ones) and no
-  ``narrowing`` record; at the top level of the body a check ``cmp(le|lt, J, R)`` where ``J`` is (through
-  broadcasts and casts) the induction variable or ``iv + range(TN)`` (smallest lane ``iv``) and ``R`` is ``s +
-  range(N)`` or ``s`` (largest lane ``s + N - 1``) for an index scalar ``s`` defined outside the loop and other than
-  the loop's own bound; the compile option ``numerics``.
-- Requires: with the check ``false`` in every lane, local value propagation proves the body yields its carried
-  values unchanged: ``select(false, a, b) = b``, ``and(false, x) = false``, ``max(x, -inf) = x``, ``exp(-inf) = +0``,
-  ``x + (+-0) = x``; and, only under ``numerics = relaxed_normalization`` (IEEE differs only for inf/NaN data):
-  ``-inf - m = -inf`` and ``0 * v = 0``. No access of the body writes (stores, atomics).
-- Rewrites: the loop's upper bound ``ub`` becomes ``min(ub, max(lb, B))`` with ``B = s + N`` (``le``) or
-  ``s + N - 1`` (``lt``): every iteration starting from ``B`` on has the check false in every lane. The loop carries
-  ``narrowing = {kind = mixed, proof = "all_false_skipped: ...", source}`` (it keeps its checks).
+- Reads: ``for`` ops with a constant step and no ``narrowing`` record; at the top level of the body lane checks
+  ``cmp(le|lt, J, R)`` where ``J`` is (through broadcasts and casts between index and i64) the induction variable or
+  ``iv + range(TN)`` and ``R`` is ``s + range(N)`` or ``s`` for an index scalar ``s`` defined outside the loop (the
+  loop's own bound: a tile-tail check), and ``cmp(ge, J, lb)`` checks; the compile option ``numerics``.
+- Requires: a check other than a tile tail (loops with tail checks only are ``ir.tail_split``'s). The all-true
+  range: every access validity that reads the induction variable does so only through those checks (and, broadcast).
+  The all-false range: with that check ``false`` in every lane, local value propagation proves the body yields its
+  carried values unchanged: ``select(false, a, b) = b``, ``and(false, x) = false``, ``max(x, -inf) = x``,
+  ``exp(-inf) = +0``, ``x + (+-0) = x``, ``x * 1 = x``, float casts of 0, 1, -inf, ``select(m == -inf, 1,
+  exp(m - m)) = 1``; and, only under ``numerics = relaxed_normalization`` (IEEE differs only for inf/NaN data):
+  ``-inf - m = -inf``, ``0 * v = 0``, ``contract(0, v, acc) = acc`` and ``m - m = 0`` for a running maximum that is
+  not -inf. No access of the body writes (stores, atomics).
+- Rewrites: with ``end = min(ub, max(lb, s + N [+1]))`` where the all-false range is proven, else ``ub``; ``split =
+  min(end, lb + ceil(max(0, min over the checks of s - (TN - 1) [+1] - lb) / step) * step)``: ``for iv in
+  [lb, split)`` with every check ``true`` (folded: selects, validity; ``narrowing = all_true``), then the original
+  loop over ``[split, end)`` from its results (``narrowing = mixed``, its proof saying whether the all-false range
+  was removed). A scalar threshold (no mixed lanes) gives one all-true loop over ``[lb, end)``.
 - Preserves: every carried result (exactly; under relaxed numerics up to inf/NaN in skipped data), effects (the
   body has none), the ABI.
-- Invalidates: the loop's trip count (now dependent on the program coordinate), footprints.
-- Verifier: the shared GPU verifier on the bound kernel (``check_narrowing``: a mixed loop keeps a validity).
+- Invalidates: the loop's bounds and trip count (now dependent on the program coordinate), access validity,
+  footprints, code size (the body is printed twice).
+- Verifier: the shared GPU verifier on the bound kernel (``check_narrowing``: the all-true loop's validity does not
+  read its induction variable; the mixed loop keeps its predicate, a validity or a select on it).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
-from intent_eqsat.ir.loop_rewrite import FreshNames, range_width, rewrite_ops
+from intent_eqsat.ir.loop_rewrite import FreshNames, checks_true, clone_region, range_width, rewrite_ops
 from intent_eqsat.ir.single_trip import constant_ints
+from intent_eqsat.ir.tail_split import fold_true_checks
 from intent_eqsat.ir.spec import ACCESS_OPS, WRITE_ACCESSES
 from intent_eqsat.ir.types import ScalarType
 
 INDEX = ScalarType("index")
-#: abstract values of the propagation
-FALSE, NEG_INF, ZERO = "false", "-inf", "0"
+#: abstract values of the propagation; the conditional ones carry the name of a carried value (``carry<i>``): ``m -
+#: m`` is 0 unless ``m`` is -inf (then NaN), ``exp`` of it 1 unless ..., ``m == -inf`` the condition itself
+FALSE, NEG_INF, ZERO, ONE = "false", "-inf", "0", "1"
+ZERO_UNLESS_NEG_INF, ONE_UNLESS_NEG_INF, IS_NEG_INF = "0-unless-inf:", "1-unless-inf:", "is-inf:"
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
 
 
 def _dtype(v: Value) -> str:
@@ -80,11 +92,33 @@ def _same_bound(a: Value, b: Value, defs: dict[str, Op]) -> bool:
         oa.attrs.get("expr") == ob.attrs.get("expr")
 
 
-def _checks(loop: Op, defs: dict[str, Op]) -> list[tuple[Op, Value, int]]:
-    """The body's ``J <= R`` / ``J < R`` checks with ``J``'s smallest lane the induction variable and ``R``'s lanes
-    ``s + range(N)`` of an index scalar ``s`` defined outside the loop: (the cmp, s, offset) such that every lane is
-    false once ``iv >= s + offset``. The loop's own bound check (``s`` = its upper bound) is not one: it is false
-    only past the loop."""
+@dataclass(frozen=True)
+class LaneCheck:
+    """A top-level ``cmp(le|lt, J, R)`` of a loop body whose ``J`` lanes are ``iv + [0, j_top]`` and ``R`` lanes
+    ``s + [0, r_top]`` for an index scalar ``s`` defined outside the loop (``tail``: ``s`` is the loop's own upper
+    bound, the tile-tail check)."""
+
+    op: Op
+    s: Value
+    j_top: int
+    r_top: int
+    tail: bool
+
+    @property
+    def strict(self) -> bool:
+        return self.op.attrs["pred"] == "lt"
+
+    def true_below(self) -> int:
+        """Every lane is true while ``iv < s + true_below()`` (the largest J lane below the smallest R lane)."""
+        return -self.j_top + (0 if self.strict else 1)
+
+    def false_from(self) -> int:
+        """Every lane is false once ``iv >= s + false_from()`` (the smallest J lane past the largest R lane)."""
+        return self.r_top + (0 if self.strict else 1)
+
+
+def _lane_checks(loop: Op, defs: dict[str, Op]) -> list[LaneCheck]:
+    """The body's lane checks (``LaneCheck``)."""
     iv = loop.regions[0].args[0]
     inside = {v.name for o in walk(loop.regions[0]) for v in o.results} | {a.name for a in loop.regions[0].args}
     ub = _strip(loop.operands[1], defs)
@@ -96,10 +130,10 @@ def _checks(loop: Op, defs: dict[str, Op]) -> list[tuple[Op, Value, int]]:
         r = _lanes_from(op.operands[1], defs)
         if j is None or r is None or j[0].name != iv.name:
             continue
-        s, top = r
-        if s.name in inside or str(s.type) != "index" or _same_bound(s, ub, defs):
+        s, r_top = r
+        if s.name in inside or str(s.type) != "index":
             continue
-        out.append((op, s, top + (1 if op.attrs["pred"] == "le" else 0)))
+        out.append(LaneCheck(op, s, j[1], r_top, _same_bound(s, ub, defs)))
     return out
 
 
@@ -111,7 +145,7 @@ def yields_carry_when_false(loop: Op, check: Op, defs: dict[str, Op], relaxed: b
     abstract[check.result.name] = FALSE
 
     def kind(v: Value, depth: int = 0) -> str | None:
-        """FALSE / NEG_INF / ZERO / carry<i> in every lane, or None (unknown)."""
+        """FALSE / NEG_INF / ZERO / ONE / carry<i> (and the conditional kinds below) in every lane, or None."""
         if v.name in abstract:
             return abstract[v.name]
         op = defs.get(v.name)
@@ -125,6 +159,8 @@ def yields_carry_when_false(loop: Op, check: Op, defs: dict[str, Op], relaxed: b
                 return NEG_INF
             if isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0:
                 return ZERO
+            if isinstance(c, float) and c == 1.0:
+                return ONE
             return None
         if op.name == "broadcast":
             return kind(op.operands[0], depth + 1)
@@ -145,6 +181,9 @@ def yields_carry_when_false(loop: Op, check: Op, defs: dict[str, Op], relaxed: b
             out = x[2]
         elif op.name == "select" and len(x) == 3 and x[1] is not None and x[1] == x[2]:
             out = x[1]                                  # both branches the same in every lane
+        elif op.name == "select" and len(x) == 3 and x[0] is not None and x[0].startswith(IS_NEG_INF) and \
+                x[1] == ONE and x[2] == ONE_UNLESS_NEG_INF + x[0][len(IS_NEG_INF):]:
+            out = ONE                                   # c == -inf ? 1 : exp(c - c): 1 whatever c
         elif op.name == "reduce" and len(x) == 1 and (op.attrs.get("combine"), x[0]) in (("add", ZERO),
                                                                                          ("max", NEG_INF)):
             out = x[0]                                  # a reduction of its identity (+0 sums to +0)
@@ -152,6 +191,15 @@ def yields_carry_when_false(loop: Op, check: Op, defs: dict[str, Op], relaxed: b
             out = x[1] if x[0] == NEG_INF else x[0]
         elif op.name == "exp" and x == [NEG_INF]:
             out = ZERO
+        elif op.name == "exp" and x[0] is not None and x[0].startswith(ZERO_UNLESS_NEG_INF):
+            out = ONE_UNLESS_NEG_INF + x[0][len(ZERO_UNLESS_NEG_INF):]
+        elif op.name == "cast" and x[0] in (ZERO, NEG_INF, ONE) and _dtype(op.result) in FLOAT_DTYPES:
+            out = x[0]                                  # a float cast keeps +-0, -inf and 1
+        elif op.name == "cmp" and op.attrs.get("pred") == "eq" and len(x) == 2 and NEG_INF in x and \
+                (_other(x, NEG_INF) or "").startswith("carry"):
+            out = IS_NEG_INF + _other(x, NEG_INF)       # the carried maximum is -inf (an empty row)
+        elif op.name == "mul" and len(x) == 2 and ONE in x:
+            out = x[1] if x[0] == ONE else x[0]         # x * 1 = x (NaN and -0 kept)
         elif op.name == "add" and len(x) == 2 and ZERO in x:
             other = x[1] if x[0] == ZERO else x[0]
             # x + (+-0) = x except x = -0 (-0 + +0 = +0): a carry never becomes -0 when its init is +0 and it only
@@ -161,8 +209,12 @@ def yields_carry_when_false(loop: Op, check: Op, defs: dict[str, Op], relaxed: b
                 out = other
         elif relaxed and op.name == "sub" and len(x) == 2 and x[0] == NEG_INF and x[1] != NEG_INF:
             out = NEG_INF                               # -inf - m = -inf: m neither -inf nor NaN (relaxed)
+        elif relaxed and op.name == "sub" and len(x) == 2 and x[0] == x[1] and (x[0] or "").startswith("carry"):
+            out = ZERO_UNLESS_NEG_INF + x[0]            # m - m = 0 for a running maximum m that is not -inf (relaxed)
         elif relaxed and op.name == "mul" and ZERO in x:
             out = ZERO                                  # 0 * v = 0: v finite (relaxed)
+        elif relaxed and op.name == "contract" and len(x) == 3 and ZERO in x[:2] and x[2] is not None:
+            out = x[2]                                  # acc + sum(0 * v) = acc: v finite (relaxed)
         if out is not None:
             abstract[op.result.name] = out
     return False
@@ -176,35 +228,147 @@ def _positive_zero(v: Value, defs: dict[str, Op]) -> bool:
     return isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0 and math.copysign(1.0, c) > 0
 
 
-def _has_validated_access(loop: Op) -> bool:
-    return any(o.name in ACCESS_OPS and o.attrs.get("valid") for o in walk(loop.regions[0]))
+def _other(x: list, known: str) -> str | None:
+    """The abstract value of a binary op's operand that is not ``known``."""
+    return x[1] if x[0] == known else x[0]
 
 
-def skip_false_ranges(kernel: Kernel, relaxed: bool) -> Kernel:
-    """``kernel`` with every loop's all-false tail removed where the body provably changes nothing there."""
+def _iv_dependent(region: Region) -> set[str]:
+    """Names of the values of ``region`` that depend (def-use) on its induction variable."""
+    dep = {region.args[0].name}
+    for op in walk(region):
+        if any(v.name in dep for v in op.operands):
+            dep.update(r.name for r in op.results)
+    return dep
+
+
+def _lower_bound_checks(loop: Op, defs: dict[str, Op], constants: dict[str, int]) -> list[Op]:
+    """The body's top-level ``cmp(ge, J, s)`` with ``J``'s smallest lane the induction variable and ``s`` the loop's
+    lower bound (or a constant no larger): true in every iteration."""
+    iv, lb = loop.regions[0].args[0], loop.operands[0]
+    out = []
+    for op in loop.regions[0].ops:
+        if op.name != "cmp" or op.attrs.get("pred") != "ge":
+            continue
+        j, s = _lanes_from(op.operands[0], defs), _strip(op.operands[1], defs)
+        if j is None or j[0].name != iv.name:
+            continue
+        if _same_bound(s, lb, defs) or (s.name in constants and lb.name in constants and
+                                        constants[s.name] <= constants[lb.name]):
+            out.append(op)
+    return out
+
+
+def _validity_only_from(loop: Op, checks: list[Op], defs: dict[str, Op]) -> bool:
+    """Every access validity in the body that reads the induction variable does so only through ``checks``
+    (through ``and`` and ``broadcast``): once they are ``true`` no validity reads it (IR-10 (11), all_true)."""
+    dep = _iv_dependent(loop.regions[0])
+    replaced = {c.result.name for c in checks}
+
+    def clean(v: Value) -> bool:
+        if v.name in replaced or v.name not in dep:
+            return True
+        op = defs.get(v.name)
+        return op is not None and op.name in ("and", "broadcast") and all(clean(x) for x in op.operands)
+
+    return all(clean(a.operands[-1]) for a in walk(loop.regions[0]) if a.name in ACCESS_OPS and a.attrs.get("valid"))
+
+
+def _index_ops(names: FreshNames, steps: list[tuple[str, list, object]]) -> tuple[list[Op], dict[str, Value]]:
+    """Index arithmetic as ops: each step (label, operands, op name or an int constant); operands are Values or
+    labels of earlier steps."""
+    ops, vals = [], {}
+    for label, operands, what in steps:
+        v = Value(names.fresh(label), INDEX)
+        vals[label] = v
+        if isinstance(what, int):
+            ops.append(Op("const", [], [v], {"value": what}))
+        else:
+            ops.append(Op(what, [vals[o] if isinstance(o, str) else o for o in operands], [v]))
+    return ops, vals
+
+
+def narrow_lane_ranges(kernel: Kernel, relaxed: bool) -> Kernel:
+    """``kernel`` with every loop that has a lane check other than its tile tail split into its all-true range
+    (every check ``true``) and the rest, whose all-false end is removed where the body provably changes nothing
+    there (see the module docstring)."""
     constants = constant_ints(kernel)
     defs = {v.name: op for op in walk(kernel.body) for v in op.results}
     names = FreshNames(kernel)
+    changed = []
 
-    def skip(op: Op) -> list[Op] | None:
-        if op.name != "for" or "narrowing" in op.attrs or (constants.get(op.operands[2].name) or 0) < 1 or \
-                not _has_validated_access(op):              # a mixed range keeps a validity (IR-10 (11))
+    def narrow(op: Op) -> list[Op] | None:
+        step = constants.get(op.operands[2].name) if op.name == "for" and len(op.operands) > 3 else None
+        if step is None or step < 1 or "narrowing" in op.attrs:
             return None
-        found = next((c for c in _checks(op, defs) if yields_carry_when_false(op, c[0], defs, relaxed)), None)
-        if found is None:
-            return None
-        check, s, offset = found
-        lb, ub = op.operands[:2]
-        k, b, lo, new_ub = (Value(names.fresh(n), INDEX) for n in ("skip_off", "skip_b", "skip_lo", "skip_ub"))
-        proof = (f"all_false_skipped: iterations from s + {offset} on have %{check.result.name} false in every "
-                 f"lane (rows s + range); with it false the body yields its carried values unchanged (local "
-                 f"value propagation{', relaxed numerics' if relaxed else ''})")
-        return [Op("const", [], [k], {"value": offset}), Op("add", [s, k], [b]), Op("max", [lb, b], [lo]),
-                Op("min", [ub, lo], [new_ub]),
-                replace(op, operands=[lb, new_ub, *op.operands[2:]], attrs={**op.attrs, "narrowing": {
-                    "kind": "mixed", "proof": proof, "source": f"check %{check.result.name} (iv <= rows)"}})]
+        checks = _lane_checks(op, defs)
+        if not any(not c.tail for c in checks):
+            return None                                     # tile tails alone: ``ir.tail_split``
+        lb, ub, st = op.operands[:3]
+        ops, pre = [], []
+        skip = next((c for c in checks if not c.tail and yields_carry_when_false(op, c.op, defs, relaxed)), None)
+        end, source = ub, f"check %{(skip or next(c for c in checks if not c.tail)).op.result.name} (iv <= rows)"
+        if skip is not None:
+            pre, v = _index_ops(names, [("skip_off", [], skip.false_from()), ("skip_b", [skip.s, "skip_off"], "add"),
+                                        ("skip_lo", [lb, "skip_b"], "max"), ("skip_ub", [ub, "skip_lo"], "min")])
+            ops += pre
+            end = v["skip_ub"]
+        skipped = (f"all_false_skipped: iterations from s + {skip.false_from()} on have %{skip.op.result.name} "
+                   f"false in every lane (rows s + range); with it false the body yields its carried values "
+                   f"unchanged (local value propagation{', relaxed numerics' if relaxed else ''})"
+                   if skip is not None else "")
+        mixed_attrs = {**op.attrs, "narrowing": {"kind": "mixed", "source": source, "proof": (
+            skipped or "mixed: lanes of both truth values may meet in this range; the checks are kept")}}
+        lower = _lower_bound_checks(op, defs, constants)
+        if not _validity_only_from(op, [c.op for c in checks] + lower, defs):
+            if skip is None:
+                return None
+            changed.append(op)
+            return ops + [replace(op, operands=[lb, end, *op.operands[2:]], attrs=mixed_attrs)]
+        rename: dict[str, Value] = {}
+        body = clone_region(op.regions[0], names, rename)
+        body = checks_true(body, [rename[c.result.name] for c in [x.op for x in checks] + lower])
+        proof = (f"every lane of {', '.join('%' + c.op.result.name for c in checks)} is true"
+                 + (f"; {', '.join('%' + c.result.name for c in lower)}: iv >= lb" if lower else ""))
+        if skip is not None and skip.true_below() == skip.false_from() and \
+                all(c.tail and c.j_top == 0 for c in checks if c is not skip):
+            # a scalar threshold: the check turns false where it stops being true, no mixed range is left
+            changed.append(op)
+            return ops + [replace(op, operands=[lb, end, *op.operands[2:]], regions=[body], attrs={
+                **op.attrs, "narrowing": {"kind": "all_true", "source": source, "proof": (
+                    f"iv in [lb, s + {skip.false_from()}): {proof}; {skipped}")}})]
+        # the all-true range: iterations below min over the checks of s + true_below, rounded up to the step grid
+        steps: list = []
+        bound = None
+        for i, c in enumerate(checks):
+            b = c.s
+            if c.true_below():
+                steps += [(f"true_off{i}", [], c.true_below()), (f"true_b{i}", [c.s, f"true_off{i}"], "add")]
+                b = f"true_b{i}"
+            if bound is not None:
+                steps.append((f"true_min{i}", [bound, b], "min"))
+                b = f"true_min{i}"
+            bound = b
+        steps += [("true_len", [bound, lb], "sub"), ("zero", [], 0), ("true_len0", ["true_len", "zero"], "max")]
+        if step > 1:
+            steps += [("step_m1", [], step - 1), ("true_up", ["true_len0", "step_m1"], "add"),
+                      ("true_tiles", ["true_up", st], "floordiv"), ("true_span", ["true_tiles", st], "mul")]
+        steps += [("true_end", [lb, "true_span" if step > 1 else "true_len0"], "add"),
+                  ("split", ["true_end", end], "min")]
+        more, v = _index_ops(names, steps)
+        ops += more
+        split = v["split"]
+        true_results = [Value(names.fresh(r.name), r.type) for r in op.results]
+        proof = f"iv in [lb, split) step {step}, split <= min over the checks of s + true_below: {proof}"
+        all_true = Op("for", [lb, split, st, *op.operands[3:]], true_results,
+                      {**op.attrs, "narrowing": {"kind": "all_true", "proof": proof, "source": source}}, [body],
+                      loc=op.loc)
+        rest = replace(op, operands=[split, end, st, *true_results], attrs=mixed_attrs)
+        changed.append(op)
+        return ops + [all_true, rest]
 
-    return rewrite_ops(kernel, skip)
+    out = rewrite_ops(kernel, narrow)
+    return fold_true_checks(out) if changed else kernel
 
 
-__all__ = ["skip_false_ranges", "yields_carry_when_false"]
+__all__ = ["LaneCheck", "narrow_lane_ranges", "yields_carry_when_false"]

@@ -37,7 +37,7 @@ from dataclasses import replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, simplify
-from intent_eqsat.ir.loop_rewrite import FreshNames, range_width, rewrite_ops
+from intent_eqsat.ir.loop_rewrite import FreshNames, checks_true, clone_region, range_width, rewrite_ops
 from intent_eqsat.ir.single_trip import constant_ints
 from intent_eqsat.ir.spec import ACCESS_OPS
 from intent_eqsat.ir.types import ScalarType
@@ -112,22 +112,6 @@ def _selects_on(check: Op, body: Region) -> bool:
     return False
 
 
-def _clone(region: Region, names: FreshNames, rename: dict[str, Value]) -> Region:
-    """``region`` with every value it defines renamed (uses follow ``rename``)."""
-    def new(v: Value) -> Value:
-        rename[v.name] = Value(names.fresh(v.name), v.type)
-        return rename[v.name]
-
-    args = [new(a) for a in region.args]
-    ops = []
-    for op in region.ops:
-        operands = [rename.get(v.name, v) for v in op.operands]
-        regions = [_clone(r, names, rename) for r in op.regions]
-        results = [new(v) for v in op.results]
-        ops.append(replace(op, operands=operands, results=results, regions=regions))
-    return Region(args, ops)
-
-
 def split_tile_tails(kernel: Kernel) -> Kernel:
     """``kernel`` with every matrix-unit tile loop split into its full tiles and its tail, then constant-true checks
     folded (see the module docstring)."""
@@ -147,15 +131,15 @@ def split_tile_tails(kernel: Kernel) -> Kernel:
             if (ub_expr.value - lb_c) % step_c:
                 return None
             # every tile is full: the checks are true in place
-            return [replace(op, regions=[_checks_true(op.regions[0], [c.result for c in checks])], attrs={
+            return [replace(op, regions=[checks_true(op.regions[0], [c.result for c in checks])], attrs={
                 **op.attrs, "narrowing": {"kind": "all_true", "source": source, "proof": (
                     f"({ub_expr.value} - {lb_c}) is a multiple of the step {step_c}: every tile is full")}})]
         split_expr = simplify(BinOp("+", Const(lb_c), BinOp("*", BinOp("max", Const(0), BinOp(
             "//", BinOp("-", ub_expr, Const(lb_c)), Const(step_c))), Const(step_c))))
         split_at = Value(names.fresh(ub.name), ScalarType("index"))
         rename: dict[str, Value] = {}
-        body = _clone(op.regions[0], names, rename)
-        body = _checks_true(body, [rename[c.result.name] for c in checks])   # the full tiles' tail checks
+        body = clone_region(op.regions[0], names, rename)
+        body = checks_true(body, [rename[c.result.name] for c in checks])   # the full tiles' tail checks
         full_results = [Value(names.fresh(r.name), r.type) for r in op.results]
         proof = (f"iv in [{lb_c}, split) step {step_c}, split = {split_expr}: every lane iv + r (r < {step_c}) "
                  f"is <= split - 1 < ub")
@@ -168,13 +152,6 @@ def split_tile_tails(kernel: Kernel) -> Kernel:
         return [Op("launch", [], [split_at], {"expr": split_expr}), full, tail]
 
     return fold_true_checks(rewrite_ops(kernel, split))
-
-
-def _checks_true(body: Region, checks: list[Value]) -> Region:
-    """``body`` with the ops defining ``checks`` replaced by the constant ``true`` of the same type."""
-    names = {v.name for v in checks}
-    return Region(body.args, [Op("const", [], list(o.results), {"value": True})
-                              if o.results and o.results[0].name in names else o for o in body.ops])
 
 
 def fold_true_checks(kernel: Kernel) -> Kernel:

@@ -1618,8 +1618,9 @@ def check_narrowing(ctx: _Ctx) -> Errors:
 
     ``for {narrowing = {kind, proof, source}}``: kind is all_true, mixed or all_false_skipped; proof and source
     are non-empty strings. ``all_true``: no validated access inside the loop has a validity that depends
-    (def-use) on the loop's induction variable (the bound now guarantees it); ``mixed``: some access inside the
-    loop still carries validity; ``all_false_skipped``: the loop was removed, so such a ``for`` is illegal.
+    (def-use) on the loop's induction variable (the bound now guarantees it); ``mixed``: the predicate is kept:
+    some access inside the loop still carries validity, or a select's condition reads the induction variable
+    (a masked value whose reads are in bounds whatever the predicate); ``all_false_skipped``: the loop was removed, so such a ``for`` is illegal.
     """
     for info in ctx.infos:
         for op in info.ops:
@@ -1646,11 +1647,13 @@ def check_narrowing(ctx: _Ctx) -> Errors:
             iv = op.regions[0].args[0] if op.regions and op.regions[0].args else None
             accesses = [a for a in walk(op.regions[0]) if a.name in ACCESS_OPS]
             validated = [(a, p[3]) for a in accesses for p in [_access_parts(a)] if p is not None and p[3]]
-            if kind == "mixed" and not validated:
-                yield ctx.err(11, "a mixed narrowing keeps validity, but no access inside the loop has any",
-                              info, op)
+            labels = info.labels({iv.name: frozenset({"iv"})}) if iv is not None else {}
+            if kind == "mixed" and not validated and not any(
+                    s.name == "select" and "iv" in labels.get(s.operands[0].name, frozenset())
+                    for s in walk(op.regions[0])):
+                yield ctx.err(11, "a mixed narrowing keeps its predicate, but no access inside the loop has "
+                                  "validity and no select's condition reads the induction variable", info, op)
             if kind == "all_true" and iv is not None:
-                labels = info.labels({iv.name: frozenset({"iv"})})
                 for a, v in validated:
                     if "iv" in labels.get(v.name, frozenset()):
                         yield ctx.err(11, f"all_true narrowing did not rewrite the validity: {a.name} "

@@ -40,7 +40,7 @@ from intent_eqsat.extract.decisions import Decision, materialization_decisions, 
 from intent_eqsat.extract.extractor import chosen_classes, eclass, extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
-from intent_eqsat.ir.range_skip import skip_false_ranges
+from intent_eqsat.ir.range_skip import narrow_lane_ranges
 from intent_eqsat.ir.tail_split import split_tile_tails
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
@@ -332,12 +332,13 @@ def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Call
 
 def _range_passes(groups: list, options: CompileOptions) -> Callable[[Kernel], Kernel]:
     """Range narrowing that needs the bound tile sizes (SPEC PASS-3.5), part of the ``narrowing`` group's work: run
-    only when that group is in the rulebooks. ``ir.tail_split`` runs a tile loop's full tiles without its tail check;
-    ``ir.range_skip`` stops a per-key loop where its predicate is false in every lane and the body changes nothing."""
+    only when that group is in the rulebooks. ``ir.range_skip`` runs a loop's iterations whose lane checks are all
+    true without them and stops it where its predicate is false in every lane and the body changes nothing (causal
+    key loops); then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check."""
     if not any(g.name == "narrowing" for g in groups):
         return lambda kernel: kernel
     relaxed = options.numerics == "relaxed_normalization"
-    return lambda kernel: skip_false_ranges(split_tile_tails(kernel), relaxed)
+    return lambda kernel: split_tile_tails(narrow_lane_ranges(kernel, relaxed))
 
 
 def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:

@@ -146,3 +146,24 @@ def test_predicated_loads_carry_validity_and_fill():
     loads = [op for op in walk(program.kernel("conv2d_3x3").body) if op.name == "load"]
     x_loads = [op for op in loads if op.operands[0].name == "X"]
     assert x_loads and all(op.attrs["valid"] and op.attrs["fill"] == 0.0 for op in x_loads)
+
+
+def test_reads_in_bounds_whatever_the_predicate_are_unconditional():
+    """Under ``where``: a read whose subscripts are index variables ranging over exactly its view's axes (``W[i, j]``)
+    is in bounds whatever the predicate and is read without validity (the select discards it); a shifted read
+    (``X[i, j + 1]``) could leave its view and keeps the predicate and bounds in its validity. Both programs equal
+    the KIR reference, predicate-false members included."""
+    module = kir.parse("""
+kernel masked(X: f32[M, N], W: f32[M, K], Y: out f32[M]) {
+  Y[i] = sum(j: (W[i, j] + X[i, j + 1]) where j < i && j + 1 < N else 0.0)
+}
+""")
+    program = construct(module)
+    ir.verify(program)
+    loads = {op.operands[0].name: op for op in walk(program.kernels[0].body) if op.name == "load"}
+    assert not loads["W"].attrs.get("valid"), "W[i, j] spans its view: no validity"
+    assert loads["X"].attrs.get("valid") and loads["X"].attrs.get("fill") == 0.0
+    inputs = random_inputs(module, "masked", 3, sizes={"M": 9, "N": 8, "K": 7})
+    want = kir.evaluate(module, "masked", _copy(inputs))["Y"]
+    got = ir.interpret(program, "masked", _copy(inputs))["Y"]
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-6, atol=1e-6)

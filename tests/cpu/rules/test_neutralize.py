@@ -401,25 +401,25 @@ def test_conv2d_keeps_only_the_padding_predicates():
     # no predicate on a coordinate or a loop iv alone is left: only h + kh - 1 and w + kw - 1 against 0 / H / W
     assert all(op.operands[0].name not in args for op in cmps), ir.print_module(res.program)
     assert len(cmps) == 8 < len(_ops(before, "cmp"))
-    assert {op.operands[0].name for op in _validated(res.program)} == {"X", "Wt"}
+    # X[.., h + kh - 1, w + kw - 1] is validated by the padding predicate; Wt[f, c, kh, kw] is in bounds whatever
+    # it, so the construction reads it unconditionally (docs/kir.md, Predicates)
+    assert {op.operands[0].name for op in _validated(res.program)} == {"X"}
+    assert [op for op in _ops(res.program, "load") if op.operands[0].name == "Wt"]
     _matches_reference(module, res.program)
 
 
-def test_causal_attention_keeps_the_causal_mask_and_drops_coordinate_bounds():
+def test_causal_attention_keeps_the_causal_mask_and_has_no_coordinate_bounds():
+    """Every read of causal attention is in bounds whatever the causal predicate (its subscripts range over the
+    views' axes), so the construction reads them unconditionally: no coordinate bounds to drop, the causal predicate
+    j <= i stays (only in selects) and neutralize leaves the program as it is."""
     module = _load("causal_attention")
     before = construct(module)
+    assert not _validated(before)
     res = optimize(before, target="sm90", rulebooks=[BOOK])
     ir.verify(res.program)
-    k = res.program.kernels[0]
-    group = next(op for op in ir.walk(k.body) if op.name == "execution_group")
-    coords = {a.name for a in group.regions[0].args}
     cmps = _ops(res.program, "cmp")
-    assert not [op for op in cmps if op.operands[0].name in coords and op.attrs["pred"] in ("lt", "ge")]
-    assert [op for op in cmps if op.attrs["pred"] == "le"], "the causal predicate j <= i stays"
-    assert len(cmps) < len(_ops(before, "cmp")) // 2
-    assert len(_ops(res.program, "and")) < len(_ops(before, "and")) // 2
-    # Q and K loads stay masked by the causal predicate; V was never masked
-    assert {op.operands[0].name for op in _validated(res.program)} == {"Q", "K"}
+    assert cmps and all(op.attrs["pred"] == "le" for op in cmps), "the causal predicate j <= i stays, alone"
+    assert not _validated(res.program)
     _matches_reference(module, res.program)
 
 

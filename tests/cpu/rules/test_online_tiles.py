@@ -42,24 +42,17 @@ def _flash(name: str, options=RELAXED):
 
 
 def _key_loop(kernel: ir.Kernel) -> ir.Op:
-    """The three-carry loop (maximum, mass, output tile) over the full key tiles; the loop over the last partial
-    tile follows it and continues its carry (``intent_eqsat.ir.tail_split``)."""
+    """The three-carry loop (maximum, mass, output tile) over the full key tiles (causal: the tiles below the row
+    tile's diagonal); the loop over the last partial tile (causal: the diagonal tiles) follows it and continues its
+    carry (``intent_eqsat.ir.tail_split``, ``intent_eqsat.ir.range_skip``)."""
     full, tail = [op for op in ops_named(kernel.body.ops, "for") if len(op.results) == 3]
     assert [full.attrs["narrowing"]["kind"], tail.attrs["narrowing"]["kind"]] == ["all_true", "mixed"]
     assert tail.operands[3:] == full.results and tail.operands[0] is full.operands[1]
     return full
 
 
-CAUSAL_GAP = pytest.mark.xfail(strict=True, reason=(
-    "causal attention gets no online pass once neutralize is in the rulebooks (online.mass never matches; "
-    "without neutralize it does): neutralize subsumes the nodes it simplifies, and its argument bounds are a hull "
-    "per region depth, so in the constructed program (the max loop nested in the sum loop at the depth of the sum's "
-    "head-dim loop) it proves d < D in the max loop's head-dim loop but not in the sum's; the surviving validity "
-    "terms differ and the summary relation (OnlineRe) cannot prove the two scores equal (issue 7 note)"))
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["attention", pytest.param("causal_attention", marks=CAUSAL_GAP)])
+@pytest.mark.parametrize("name", ["attention", "causal_attention"])
 def test_relaxed_attention_is_one_pass_over_key_tiles_with_two_contractions(name):
     module, result = _flash(name)
     kernel = result.program.kernels[0]
@@ -84,7 +77,6 @@ def test_relaxed_attention_is_one_pass_over_key_tiles_with_two_contractions(name
 
 
 @pytest.mark.slow
-@CAUSAL_GAP
 def test_rows_that_start_masked_keep_a_zero_mass():
     """Causal rows see only -inf scores in the tiles past their diagonal and a first tile that is partly masked: the
     empty-row guard keeps those tiles' weights 0 (no NaN from -inf - -inf) and the result equals the reference."""

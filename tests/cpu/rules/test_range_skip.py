@@ -52,32 +52,47 @@ def _causal():
 
 
 @pytest.mark.slow
-def test_causal_attention_key_loops_stop_at_the_row_tile_under_relaxed_numerics():
+def test_causal_flash_attention_runs_unmasked_tiles_below_the_diagonal_and_stops_after_it():
+    """Relaxed numerics: the one-pass key-tile loop is split into the tiles below the row tile's diagonal (every
+    lane of the causal and tail checks true: no select on them, unmasked key/value reads) and the diagonal tiles,
+    which stop at ``min(T, max(0, row tile end))`` (the tiles past it are all-false and, with the scores -inf, the
+    online update yields its carry: m' = m, alpha = 1, weights 0)."""
     module = _causal()
     result = _optimize(module, RELAXED)
     kernel = result.program.kernels[0]
-    key_loops = [op for op in ops_named(kernel.body.ops, "for") if op.attrs.get("reduce") in ("max", "add")
-                 and op.attrs.get("origin", "").split(".")[1] in ("s1", "s3")]
-    assert len(key_loops) == 3, ir.print_module(result.program)          # max, mass, moment
+    loops = [op for op in ops_named(kernel.body.ops, "for") if len(op.results) == 3]
+    assert [op.attrs["narrowing"]["kind"] for op in loops] == ["all_true", "mixed"], ir.print_module(result.program)
+    below, diagonal = loops
+    assert diagonal.operands[0] is below.operands[1] and diagonal.operands[3:] == below.results
+    assert "all_false_skipped" in diagonal.attrs["narrowing"]["proof"]
     producers = {r.name: op for op in ir.walk(kernel.body) for r in op.results}
-    for loop in key_loops:
-        assert "all_false_skipped" in loop.attrs["narrowing"]["proof"], loop.attrs
-        assert producers[loop.operands[1].name].name == "min"              # min(T, max(0, row tile end))
+    assert producers[diagonal.operands[1].name].name == "min"             # min(T, max(0, row tile end))
+    dep = {below.regions[0].args[0].name}
+    for op in ir.walk(below.regions[0]):
+        if any(v.name in dep for v in op.operands):
+            dep.update(r.name for r in op.results)
+    assert not [op for op in ir.walk(below.regions[0]) if op.name == "select" and
+                producers.get(op.operands[0].name, op).name in ("cmp", "and") and op.operands[0].name in dep and
+                producers[op.operands[0].name].attrs.get("pred") != "eq"], "a select on a key check is left"
+    assert not [op for op in ir.walk(below.regions[0]) if op.name == "load" and op.attrs.get("valid") and
+                op.operands[-1].name in dep], "a key/value read still checks the key index"
+    assert len([op for op in ir.walk(below.regions[0]) if op.name == "contract"]) == 2
     assert_matches_reference(module, result.program, seeds=(3, 4), sizes=SIZES)
 
 
 @pytest.mark.slow
 def test_source_numerics_skip_only_what_the_exact_laws_prove():
-    """max(acc, -inf) = acc is exact, so the maximum's loop stops early; the mass and moment loops would need
-    -inf - m = -inf and 0 * v = 0, which hold only for finite data: they keep their whole range."""
+    """Without the numeric permission there is no one-pass loop; max(acc, -inf) = acc is exact, so the maximum's key
+    loop stops early; the mass and moment loops would need -inf - m = -inf and 0 * v = 0, which hold only for finite
+    data: they keep their whole range (split into the all-true keys and the rest, nothing removed)."""
     module = _causal()
     result = _optimize(module)
-    origins = {op.attrs.get("origin", "").split(".")[1]: op for op in ops_named(result.program.kernels[0].body.ops,
-                                                                                 "for") if op.attrs.get("reduce")}
-    assert "all_false_skipped" in origins["s1"].attrs["narrowing"]["proof"]
-    sums = [op for op in ops_named(result.program.kernels[0].body.ops, "for")
-            if op.attrs.get("reduce") == "add" and op.attrs.get("origin", "").startswith("causal_attention_bf16.s3")]
-    assert sums and not any("narrowing" in op.attrs for op in sums)
+    loops = [op for op in ir.walk(result.program.kernels[0].body) if op.name == "for" and "narrowing" in op.attrs]
+    skipped = {op.attrs.get("origin", "").split(".")[1] for op in loops
+               if "all_false_skipped" in op.attrs["narrowing"]["proof"]}
+    assert skipped == {"s1"}, skipped
+    sums = [op for op in loops if op.attrs.get("origin", "").startswith("causal_attention_bf16.s3")]
+    assert sums and {op.attrs["narrowing"]["kind"] for op in sums} == {"all_true", "mixed"}
     assert_matches_reference(module, result.program, seeds=(5,), sizes=SIZES)
 
 
