@@ -169,11 +169,24 @@ SUITE: tuple[Bench, ...] = (
       for d in (64, 128)),
     Bench("causal_attention_bf16", "attention", "attention", _ATT_CASES, _ATT_CHECKS,
           {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True),
+    # the flash form of causal attention (online_tiles, then its key tiles split at the row tile's diagonal by
+    # ir.range_skip), with the head dim a size symbol and a literal
+    *(Bench(f"causal_attention_bf16_relaxed_d{d}", "attention", "attention",
+            (Case(f"Z4 H32 S4096 d{d}", _att(4096, d)),), tuple(c for c in _ATT_CHECKS if c["D"] == d),
+            {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True, compile_sizes=_att(4096, d),
+            source="causal_attention_bf16", options=_RELAXED)
+      for d in (64, 128)),
+    *(Bench(f"causal_attention_bf16_d{d}_relaxed", "attention", "attention",
+            (Case(f"Z4 H32 S4096 d{d}", _att(4096, d)),), tuple(c for c in _ATT_CHECKS if c["D"] == d),
+            {"Z": 1, "H": 2, "S": 6, "T": 6, "D": d}, _ATT_PROBE, causal=True, compile_sizes=_att(4096, d),
+            source=f"causal_attention_bf16_d{d}", options=_RELAXED)
+      for d in (64, 128)),
     # causal narrowing vs the same kernel without the narrowing group, one shape, one run (issue 7 target 1.7x);
-    # with the numeric permission, under which the mass and moment loops may skip their masked keys too
+    # with the numeric permission (the flash form); both compiled for the shape: one tuning measurement serves both
+    # (it keys the program before its tiles are bound, which the range passes after binding leave as it is)
     *(Bench(f"causal_attention_bf16_{tag}", "attention", "attention", (Case("Z4 H32 S1024 d64", _att(1024, 64)),),
             _ATT_CHECKS[:1], {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True,
-            source="causal_attention_bf16", without_groups=without, options=_RELAXED)
+            compile_sizes=_att(1024, 64), source="causal_attention_bf16", without_groups=without, options=_RELAXED)
       for tag, without in (("narrowed", ()), ("not_narrowed", ("narrowing",)))),
     *(Bench(name, name.rsplit("_", 1)[0], "memory", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16},
             compile_sizes=_ROWS[0].sizes)

@@ -49,6 +49,9 @@ REFERENCES = {
     # SDPA with torch's own backend choice (cuDNN or flash on the H200): the sweep's anchor; bench/perf.py times both
     "attention": ((("Z", "H", "S", "D"), ("Z", "H", "T", "D"), ("Z", "H", "T", "D"), 0.125),
                   "torch.nn.functional.scaled_dot_product_attention(a[0], a[1], a[2], scale=a[3])", False),
+    "causal_attention": ((("Z", "H", "S", "D"), ("Z", "H", "T", "D"), ("Z", "H", "T", "D"), 0.125),
+                         "torch.nn.functional.scaled_dot_product_attention(a[0], a[1], a[2], scale=a[3], "
+                         "is_causal=True)", False),
 }
 
 
