@@ -305,13 +305,14 @@ def narrow_lane_ranges(kernel: Kernel, relaxed: bool) -> Kernel:
         if not any(not c.tail for c in checks):
             return None                                     # tile tails alone: ``ir.tail_split``
         lb, ub, st = op.operands[:3]
-        ops, pre = [], []
+        ops: list[Op] = []
         skip = next((c for c in checks if not c.tail and yields_carry_when_false(op, c.op, defs, relaxed)), None)
-        end, source = ub, f"check %{(skip or next(c for c in checks if not c.tail)).op.result.name} (iv <= rows)"
+        named = skip or next(c for c in checks if not c.tail)
+        end = ub
+        source = f"check %{named.op.result.name} (iv {'<' if named.strict else '<='} rows)"
         if skip is not None:
-            pre, v = _index_ops(names, [("skip_off", [], skip.false_from()), ("skip_b", [skip.s, "skip_off"], "add"),
+            ops, v = _index_ops(names, [("skip_off", [], skip.false_from()), ("skip_b", [skip.s, "skip_off"], "add"),
                                         ("skip_lo", [lb, "skip_b"], "max"), ("skip_ub", [ub, "skip_lo"], "min")])
-            ops += pre
             end = v["skip_ub"]
         skipped = (f"all_false_skipped: iterations from s + {skip.false_from()} on have %{skip.op.result.name} "
                    f"false in every lane (rows s + range); with it false the body yields its carried values "
