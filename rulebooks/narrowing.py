@@ -11,17 +11,18 @@ minimum ``s`` and maximum ``s + T - 1``; value facts (constants, ``-inf`` fills,
 
 Legality: only exact bounds facts give intervals: with ``B`` the per-lane threshold of the predicate (``iv < B`` for
 le/lt, ``iv >= B`` for ge/gt), every lane is true on ``[lb, min B)`` (resp. ``[max B, ub)``) and false on
-``[max B, ub)`` (resp. ``[lb, min B)``); split points are clamped into ``[lb, ub]``. The loop carries one scalar and
-its body must hold an access with validity (the mixed range keeps it): other loops (blocked ones, and reads in bounds
-whatever the predicate, which the construction does not validate) are narrowed after binding (below). The all-false range is removed only when local value propagation, with the
-predicate replaced by ``false``, proves the body yields the carried value unchanged for every lane: exact laws
-``select(false, a, b) = b``, ``max(acc, -inf) = acc`` (NaN-propagating max, -0 kept), ``exp(-inf) = +0``,
-``x - m = -inf`` for ``x = -inf`` and ``m`` a constant that is neither ``-inf`` nor NaN, ``0 * v = +-0`` for a finite
-constant ``v``, and ``acc + (+-0) = acc`` when ``init`` is not ``-0.0`` and the body is ``acc + x`` (round to nearest:
-``x + y = -0`` only when both are ``-0``, so the carry never becomes ``-0``). Two laws hold only for data without
-inf/NaN: ``-inf - m = -inf`` needs ``m`` not ``-inf``/NaN, ``0 * v = 0`` needs ``v`` finite; for loaded data they
-are used only under ``numerics = relaxed_normalization`` (the user's numeric permission; IEEE differs only when the
-masked-out data or the running maximum are inf/NaN). Without it such a range stays in the mixed loop.
+``[max B, ub)`` (resp. ``[lb, min B)``); split points are clamped into ``[lb, ub]``. The loop carries one scalar and its
+body must hold an access with validity (the mixed range keeps it): other loops (blocked ones, and reads in bounds
+whatever the predicate, which the construction does not validate) are narrowed after binding (below). The all-false
+range is removed only when local value propagation, with the predicate replaced by ``false``, proves the body yields the
+carried value unchanged for every lane: exact laws ``select(false, a, b) = b``, ``max(acc, -inf) = acc``
+(NaN-propagating max, -0 kept), ``exp(-inf) = +0``, ``x - m = -inf`` for ``x = -inf`` and ``m`` a constant that is
+neither ``-inf`` nor NaN, ``0 * v = +-0`` for a finite constant ``v``, and ``acc + (+-0) = acc`` when ``init`` is not
+``-0.0`` and the body is ``acc + x`` (round to nearest: ``x + y = -0`` only when both are ``-0``, so the carry never
+becomes ``-0``). Two laws hold only for data without inf/NaN: ``-inf - m = -inf`` needs ``m`` not ``-inf``/NaN,
+``0 * v = 0`` needs ``v`` finite; for loaded data they are used only under ``numerics = relaxed_normalization`` (the
+user's numeric permission; IEEE differs only when the masked-out data or the running maximum are inf/NaN). Without it
+such a range stays in the mixed loop.
 
 Rewrites: the loop becomes two or three loops in sequence, each taking the previous result as its init: the all-true
 loop with the predicate replaced by ``true`` and the checks ``iv >= lb`` / ``iv < ub`` by ``true`` (so its accesses'
@@ -44,8 +45,8 @@ After extraction, once the tile sizes are literals, the optimizer runs the group
 this group is in the rulebooks (``rules.optimize._range_passes``; each declares itself in its module):
 ``intent_eqsat.ir.range_skip`` (a loop with a lane check other than its tile tail: its all-true iterations with the
 checks ``true``, then the rest, whose all-false end is removed where local value propagation proves the body is the
-identity there: causal attention's key loops, per key or per key tile) and then ``intent_eqsat.ir.tail_split`` (a tile
-loop's full tiles without the tail check).
+identity there: causal attention's key loops, per key or per key tile) and then ``intent_eqsat.ir.tail_split`` (a
+tile loop's full tiles without the tail check).
 """
 from __future__ import annotations
 

@@ -1619,8 +1619,9 @@ def check_narrowing(ctx: _Ctx) -> Errors:
     ``for {narrowing = {kind, proof, source}}``: kind is all_true, mixed or all_false_skipped; proof and source
     are non-empty strings. ``all_true``: no validated access inside the loop has a validity that depends
     (def-use) on the loop's induction variable (the bound now guarantees it); ``mixed``: the predicate is kept:
-    some access inside the loop still carries validity, or a select's condition reads the induction variable
-    (a masked value whose reads are in bounds whatever the predicate); ``all_false_skipped``: the loop was removed, so such a ``for`` is illegal.
+    some access inside the loop still carries validity, or a select's condition reads the induction variable (a
+    masked value whose reads are in bounds whatever the predicate); ``all_false_skipped``: the loop was removed,
+    so such a ``for`` is illegal.
     """
     for info in ctx.infos:
         for op in info.ops:
@@ -1647,7 +1648,8 @@ def check_narrowing(ctx: _Ctx) -> Errors:
             iv = op.regions[0].args[0] if op.regions and op.regions[0].args else None
             accesses = [a for a in walk(op.regions[0]) if a.name in ACCESS_OPS]
             validated = [(a, p[3]) for a in accesses for p in [_access_parts(a)] if p is not None and p[3]]
-            labels = info.labels({iv.name: frozenset({"iv"})}) if iv is not None else {}
+            needs_labels = iv is not None and (kind == "all_true" or kind == "mixed" and not validated)
+            labels = info.labels({iv.name: frozenset({"iv"})}) if needs_labels else {}
             if kind == "mixed" and not validated and not any(
                     s.name == "select" and "iv" in labels.get(s.operands[0].name, frozenset())
                     for s in walk(op.regions[0])):
