@@ -1,8 +1,8 @@
-"""All-false ranges of blocked loops skipped after binding (``intent_eqsat.ir.range_skip``, SPEC PASS-3.5): a
-blocked causal kernel's key loops stop at the end of the program's row tile when, with the mask false in every lane,
-the body provably yields its carried values unchanged; source numerics use only the exact laws; a body that is not
-the identity keeps its whole range; without the narrowing group nothing is skipped. Every program still equals the
-KIR float64 reference on shapes that end in partial tiles."""
+"""Lane ranges of loops narrowed after binding (``intent_eqsat.ir.range_skip``, SPEC PASS-3.5): causal attention's
+one-pass key-tile loop runs the tiles below the row tile's diagonal without checks and stops after the diagonal
+when, with the mask false in every lane, the body provably yields its carried values unchanged; source numerics use
+only the exact laws; a body that is not the identity keeps its whole range; without the narrowing group nothing is
+narrowed. Every program still equals the KIR float64 reference on shapes that end in partial tiles."""
 from __future__ import annotations
 
 import os
