@@ -31,11 +31,12 @@ contexts only, a member that is itself a step-1 reduction loop of a float type w
 lifted loop lifts as one loop whose accumulator is widened by ``b2`` (``reduction.lift_nested_loop``; the nested
 loop's induction variable stays, its accumulator is the widened one, ``LiftCtx.red_in``).
 
-Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c,
-x)})``; ``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))``; ``for k in [lb, ub) step 1 {reduce = c}:
-c(acc, x(k))`` -> ``for k0 in [lb, ub) step TR {reduce = c}: c(acc, reduce(select(k0 + range(TR) < ub, x(k0 +
-range(TR)), identity), axis b2, c))``; ``TR`` is the symbolic parameter ``TILE_R``, bound after extraction from
-the ownership candidates (``intent_eqsat.rules.tiles``).
+Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c, x)})``;
+``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))`` (and ``select(broadcast(c), broadcast(a), splat(s))`` ->
+``broadcast(select(c, a, splat(s)))``, the masked score); ``for k in [lb, ub) step 1 {reduce = c}: c(acc, x(k))`` ->
+``for k0 in [lb, ub) step TR {reduce = c}: c(acc, reduce(select(k0 + range(TR) < ub, x(k0 + range(TR)), identity), axis b2, c))``;
+``TR`` is the symbolic parameter ``TILE_R``, bound after extraction from the ownership candidates
+(``intent_eqsat.rules.tiles``).
 
 Preserves: the value of every reduction up to regrouping of its members (an ordinary reduction); members past
 ``ub`` contribute the identity and load nothing (their validity is false); element-wise values (ops commute with

@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.loop_rewrite import FreshNames, checks_true, clone_region, range_width, rewrite_ops
 from intent_eqsat.ir.single_trip import constant_ints
@@ -51,7 +52,6 @@ INDEX = ScalarType("index")
 #: m`` is 0 unless ``m`` is -inf (then NaN), ``exp`` of it 1 unless ..., ``m == -inf`` the condition itself
 FALSE, NEG_INF, ZERO, ONE = "false", "-inf", "0", "1"
 ZERO_UNLESS_NEG_INF, ONE_UNLESS_NEG_INF, IS_NEG_INF = "0-unless-inf:", "1-unless-inf:", "is-inf:"
-FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
 
 
 def _dtype(v: Value) -> str:
@@ -193,7 +193,7 @@ def yields_carry_when_false(loop: Op, check: Op, defs: dict[str, Op], relaxed: b
             out = ZERO
         elif op.name == "exp" and x[0] is not None and x[0].startswith(ZERO_UNLESS_NEG_INF):
             out = ONE_UNLESS_NEG_INF + x[0][len(ZERO_UNLESS_NEG_INF):]
-        elif op.name == "cast" and x[0] in (ZERO, NEG_INF, ONE) and _dtype(op.result) in FLOAT_DTYPES:
+        elif op.name == "cast" and x[0] in (ZERO, NEG_INF, ONE) and dtypes.is_float(_dtype(op.result)):
             out = x[0]                                  # a float cast keeps +-0, -inf and 1
         elif op.name == "cmp" and op.attrs.get("pred") == "eq" and len(x) == 2 and NEG_INF in x and \
                 (_other(x, NEG_INF) or "").startswith("carry"):
