@@ -25,6 +25,7 @@ Declaration (SPEC PASS-1):
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.launch import Const, simplify
@@ -60,16 +61,25 @@ def runs_once(op: Op, constants: dict[str, int]) -> bool:
 def inline_single_trip_loops(kernel: Kernel) -> Kernel:
     """``kernel`` with every loop that runs exactly once replaced by its body (see the module docstring)."""
     constants = constant_ints(kernel)
+    body = Region(list(kernel.body.args), inline_loops(kernel.body, lambda op: runs_once(op, constants)))
+    return replace(kernel, body=body)
+
+
+def inline_loops(region: Region, once: Callable[[Op], bool]) -> list[Op]:
+    """``region``'s ops with every ``for`` that ``once`` accepts replaced by its body, run once: the induction
+    variable becomes the lower bound, each carried argument its initial value, and every use of a loop result the
+    value its ``yield`` gives. Nested loops are visited inside out in one walk. The caller guarantees that each
+    accepted loop runs exactly once where this region runs (constant bounds, or a guard: ``ir.unswitch``)."""
     subst: dict[str, Value] = {}
 
     def sub(v: Value) -> Value:
         return subst.get(v.name, v)
 
-    def rewrite(region: Region) -> list[Op]:
+    def rewrite(reg: Region) -> list[Op]:
         ops: list[Op] = []
-        for op in region.ops:
+        for op in reg.ops:
             operands = [sub(v) for v in op.operands]
-            if runs_once(op, constants):
+            if op.name == "for" and once(op):
                 body = op.regions[0]
                 subst[body.args[0].name] = operands[0]
                 for arg, init in zip(body.args[1:], operands[3:]):
@@ -85,8 +95,7 @@ def inline_single_trip_loops(kernel: Kernel) -> Kernel:
                                regions=[Region(list(r.args), rewrite(r)) for r in op.regions]))
         return ops
 
-    body = Region(list(kernel.body.args), rewrite(kernel.body))
-    return replace(kernel, body=body)
+    return rewrite(region)
 
 
-__all__ = ["constant_ints", "inline_single_trip_loops", "runs_once"]
+__all__ = ["constant_ints", "inline_loops", "inline_single_trip_loops", "runs_once"]

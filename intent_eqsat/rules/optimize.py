@@ -42,6 +42,7 @@ from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
 from intent_eqsat.ir.range_skip import narrow_lane_ranges
 from intent_eqsat.ir.tail_split import split_tile_tails
+from intent_eqsat.ir.unswitch import unswitch_single_trip_loops
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import registry as R
@@ -334,11 +335,13 @@ def _range_passes(groups: list, options: CompileOptions) -> Callable[[Kernel], K
     """Range narrowing that needs the bound tile sizes (SPEC PASS-3.5), part of the ``narrowing`` group's work: run
     only when that group is in the rulebooks. ``ir.range_skip`` runs a loop's iterations whose lane checks are all
     true without them and stops it where its predicate is false in every lane and the body changes nothing (causal
-    key loops); then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check."""
+    key loops); then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check. Last, on
+    the final loop structure and whatever the groups, ``ir.unswitch`` gives each tile loop whose inner blocking loop
+    runs once under a launch guard (a size-symbol head dimension within one tile) a guarded copy without it."""
     if not any(g.name == "narrowing" for g in groups):
-        return lambda kernel: kernel
+        return unswitch_single_trip_loops
     relaxed = options.numerics == "relaxed_normalization"
-    return lambda kernel: split_tile_tails(narrow_lane_ranges(kernel, relaxed))
+    return lambda kernel: unswitch_single_trip_loops(split_tile_tails(narrow_lane_ranges(kernel, relaxed)))
 
 
 def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:

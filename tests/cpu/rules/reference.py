@@ -63,3 +63,28 @@ def ops_named(ops, name: str | None = None) -> list:
             out.extend(ops_named(r.ops, name))
     return out
 
+
+def guarded_branch_ops(ops: list) -> list:
+    """``ops`` as they run when every ``if`` takes its first branch: each ``if`` replaced by that branch's ops and its
+    results by what the branch yields. ``ir.unswitch`` puts a tile loop whose inner blocking loop runs once under a
+    launch guard (attention with a size-symbol head dimension within one tile) in such a branch, without the inner
+    loop; the other branch is the loop nest as it was."""
+    from dataclasses import replace
+
+    from intent_eqsat.ir.core import Region
+    subst: dict = {}
+
+    def rewrite(ops: list) -> list:
+        out = []
+        for op in ops:
+            op = replace(op, operands=[subst.get(v.name, v) for v in op.operands])
+            if op.name == "if":
+                *body, yielded = rewrite(op.regions[0].ops)
+                out.extend(body)
+                subst.update({r.name: v for r, v in zip(op.results, yielded.operands)})
+                continue
+            out.append(replace(op, regions=[Region(list(r.args), rewrite(r.ops)) for r in op.regions]))
+        return out
+
+    return rewrite(ops)
+

@@ -14,7 +14,7 @@ from intent_eqsat.construct import construct
 from intent_eqsat.kir.inputs import random_inputs
 from intent_eqsat.pipeline import make_options
 from intent_eqsat.rules import optimize
-from tests.cpu.rules.reference import ROOT, assert_matches_reference, corpus, ops_named
+from tests.cpu.rules.reference import ROOT, assert_matches_reference, corpus, guarded_branch_ops, ops_named
 
 RELAXED = {"numerics": "relaxed_normalization"}
 #: several key tiles of 32 and a partial one (T), a partial query tile (S), a head dim that is not a multiple of the
@@ -44,10 +44,11 @@ def _flash(name: str, options=RELAXED):
 def _key_loop(kernel: ir.Kernel) -> ir.Op:
     """The three-carry loop (maximum, mass, output tile) over the full key tiles (causal: the tiles below the row
     tile's diagonal); the loop over the last partial tile (causal: the diagonal tiles) follows it and continues its
-    carry (``intent_eqsat.ir.tail_split``, ``intent_eqsat.ir.range_skip``)."""
-    full, tail = [op for op in ops_named(kernel.body.ops, "for") if len(op.results) == 3]
+    carry (``intent_eqsat.ir.tail_split``, ``intent_eqsat.ir.range_skip``). The head dimension is a size symbol:
+    each sits in an ``if`` on ``0 < D <= TILE_K`` (``intent_eqsat.ir.unswitch``), whose guarded copies are taken."""
+    full, tail = [op for op in ops_named(guarded_branch_ops(kernel.body.ops), "for") if len(op.results) == 3]
     assert [full.attrs["narrowing"]["kind"], tail.attrs["narrowing"]["kind"]] == ["all_true", "mixed"]
-    assert tail.operands[3:] == full.results and tail.operands[0] is full.operands[1]
+    assert tail.operands[3:] == full.results and tail.operands[0] == full.operands[1]
     return full
 
 

@@ -1,0 +1,131 @@
+"""A blocking loop nested in a tile loop runs as its body under a launch-visible guard (loop unswitching; SPEC
+PASS-4 "blocking loops", TGT-4 "guarded mixed range", IR-3 "dispatch guards are explicit structured control").
+
+Why: attention with a size-symbol head dimension ``D`` keeps ``for d0 in [0, D) step TILE_K`` (the score's
+contraction) inside the key loop. When ``D <= TILE_K`` at launch the inner loop runs once, but the program does not
+know it: a provider compiler sees a loop nest, and Triton software-pipelines only the innermost loop, so the key
+loop's key/value loads stay unpipelined and the query tile is re-loaded on every key tile (H200, 2026-11-30: the
+same program with a literal head dimension, where ``ir.single_trip`` inlines the loop at bind time, ran 1.46x the
+size-symbol one; docs/perf.md). This pass gives the size-symbol program that form under a guard: the outer loop
+is copied, once with each guarded inner loop inlined (run when ``lb < ub <= lb + step`` holds for all of them) and
+once as it was (every other launch).
+
+Declaration (SPEC PASS-1):
+
+- Reads: ``for`` ops (the *outer* loops) whose body holds a ``contract`` (the loops the provider compilers
+  software-pipeline, as ``ir.tail_split``) and, strictly inside, ``for`` ops with constant lower bound and step and
+  an upper bound produced by a ``launch`` of a non-constant LaunchExpr (the *guarded* loops). Runs after the tile
+  parameters are bound and the ranges narrowed (``rules.optimize``), on the final loop structure.
+- Requires: the guarded loop has no ``narrowing`` record (a narrowed loop keeps its range proof where the verifier
+  looks for it) and its step is > 1 (a step of 1 runs once only for a one-element extent: no gain worth a copy).
+- Rewrites: the outer loop becomes ``if guard { outer loop with the guarded loops inlined at iv = lb } else {
+  outer loop }``, with ``guard = (lb < ub) && (ub <= lb + step)`` over every guarded loop (one ``launch`` of a
+  bool LaunchExpr: launch-visible, the same value in every program instance; outer loops of one region with the
+  same guard share it). Each branch is a renamed copy; the
+  ``if`` results take the outer loop's result names, so its uses are unchanged. An outer loop is not itself looked
+  into for further outer loops (the guard is hoisted to the outermost loop that holds it).
+- Preserves: every value (under the guard each inlined loop runs exactly once, the body with iv = lb and the
+  carried values their inits; otherwise the original loop), effects and their order, the ABI, the program space,
+  the narrowing records of the copied loops and their proofs (the copies run the same ranges), origins.
+- Invalidates: code size (the outer loop is printed twice), loop nesting depth in the guarded branch.
+- Verifier: the shared GPU verifier on the bound kernel (``rules.optimize``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
+from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, simplify
+from intent_eqsat.ir.loop_rewrite import FreshNames, clone_region
+from intent_eqsat.ir.single_trip import constant_ints, inline_loops
+from intent_eqsat.ir.types import ScalarType
+
+
+def single_trip_guard(loop: Op, constants: dict[str, int], defs: dict[str, Op]) -> LaunchExpr | None:
+    """The condition under which ``loop`` runs exactly once, ``lb < ub && ub <= lb + step`` (None: ``loop`` is not
+    a guarded loop of the module docstring)."""
+    if loop.name != "for" or "narrowing" in loop.attrs or len(loop.operands) < 3:
+        return None
+    lb, step = constants.get(loop.operands[0].name), constants.get(loop.operands[2].name)
+    ub_op = defs.get(loop.operands[1].name)
+    if lb is None or step is None or step <= 1 or ub_op is None or ub_op.name != "launch":
+        return None
+    ub = ub_op.attrs.get("expr")
+    if not isinstance(ub, LaunchExpr) or isinstance(simplify(ub), Const):
+        return None
+    return BinOp("&&", BinOp("<", Const(lb), ub), BinOp("<=", ub, Const(lb + step)))
+
+
+def _guarded_inside(outer: Op, constants: dict[str, int], defs: dict[str, Op]) -> dict[int, LaunchExpr]:
+    """id(loop) -> guard, for the guarded loops strictly inside ``outer``."""
+    found: dict[int, LaunchExpr] = {}
+    for op in walk(outer.regions[0]):
+        guard = single_trip_guard(op, constants, defs)
+        if guard is not None:
+            found[id(op)] = guard
+    return found
+
+
+def _conjunction(guards: list[LaunchExpr]) -> LaunchExpr:
+    out: list[LaunchExpr] = []
+    for g in guards:
+        if g not in out:                      # one term per distinct guard (two loops over [0, D) share one)
+            out.append(g)
+    expr = out[0]
+    for g in out[1:]:
+        expr = BinOp("&&", expr, g)
+    return expr
+
+
+def unswitch_single_trip_loops(kernel: Kernel) -> Kernel:
+    """``kernel`` with every tile loop that holds guarded loops split into a guarded copy without them and the
+    original (see the module docstring)."""
+    constants = constant_ints(kernel)
+    defs = {v.name: op for op in walk(kernel.body) for v in op.results}
+    names = FreshNames(kernel)
+
+    def copy(outer: Op) -> tuple[list[Op], list[Value]]:
+        """A renamed copy of ``outer`` (its ops, its results); ``ids`` of the copied loops map to the originals."""
+        rename: dict[str, Value] = {}
+        cloned = clone_region(Region([], [outer]), names, rename)
+        return cloned.ops, [rename[r.name] for r in outer.results]
+
+    def unswitch(outer: Op, guards: dict[LaunchExpr, Value]) -> list[Op] | None:
+        """``[launch guard,] if`` for ``outer``; ``guards``: the guard values already defined in its region (the
+        loops that ``tail_split`` / ``range_skip`` made of one key loop share one)."""
+        guarded = _guarded_inside(outer, constants, defs)
+        if not guarded or not any(op.name == "contract" for op in walk(outer.regions[0])):
+            return None
+        expr = _conjunction(list(guarded.values()))
+        new: list[Op] = []
+        guard = guards.get(expr)
+        if guard is None:
+            guard = guards[expr] = Value(names.fresh("single_trip"), ScalarType("i1"))
+            new.append(Op("launch", [], [guard], {"expr": expr}, loc=outer.loc))
+        # the guarded copy: the same walk order finds the copied loops, so pair them with the originals by position
+        originals = [op for op in walk(outer.regions[0]) if op.name == "for"]
+        then_ops, then_results = copy(outer)
+        copies = [op for op in walk(then_ops[0].regions[0]) if op.name == "for"]
+        inline_ids = {id(c) for c, o in zip(copies, originals) if id(o) in guarded}
+        then_ops = inline_loops(Region([], then_ops), lambda op: id(op) in inline_ids)
+        else_ops, else_results = copy(outer)
+        branch = Op("if", [guard], list(outer.results), {},
+                    [Region([], then_ops + [Op("yield", then_results, [], {})]),
+                     Region([], else_ops + [Op("yield", else_results, [], {})])], loc=outer.loc)
+        return new + [branch]
+
+    def rewrite(region: Region) -> list[Op]:
+        ops: list[Op] = []
+        guards: dict[LaunchExpr, Value] = {}
+        for op in region.ops:
+            if op.name == "for":
+                new = unswitch(op, guards)
+                ops.extend([op] if new is None else new)
+                continue
+            ops.append(replace(op, regions=[Region(list(r.args), rewrite(r)) for r in op.regions]))
+        return ops
+
+    return replace(kernel, body=Region(list(kernel.body.args), rewrite(kernel.body)))
+
+
+__all__ = ["single_trip_guard", "unswitch_single_trip_loops"]
