@@ -181,12 +181,14 @@ SUITE: tuple[Bench, ...] = (
             {"Z": 1, "H": 2, "S": 6, "T": 6, "D": d}, _ATT_PROBE, causal=True, compile_sizes=_att(4096, d),
             source=f"causal_attention_bf16_d{d}", options=_RELAXED)
       for d in (64, 128)),
-    # causal narrowing vs the same kernel without the narrowing group, one shape, one run (issue 7 target 1.7x);
-    # with the numeric permission (the flash form); both compiled for the shape: one tuning measurement serves both
-    # (it keys the program before its tiles are bound, which the range passes after binding leave as it is)
-    *(Bench(f"causal_attention_bf16_{tag}", "attention", "attention", (Case("Z4 H32 S1024 d64", _att(1024, 64)),),
+    # causal narrowing vs the same kernel without the narrowing group, at S1024 and at the suite's S4096, one run
+    # (issue 7 target 1.7x); with the numeric permission (the flash form); each compiled for its shape: one tuning
+    # measurement serves both (it keys the program before its tiles are bound, which the range passes after binding
+    # leave as it is)
+    *(Bench(f"causal_attention_bf16_{tag}{suffix}", "attention", "attention", (Case(f"Z4 H32 S{s} d64", _att(s, 64)),),
             _ATT_CHECKS[:1], {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4}, _ATT_PROBE, causal=True,
-            compile_sizes=_att(1024, 64), source="causal_attention_bf16", without_groups=without, options=_RELAXED)
+            compile_sizes=_att(s, 64), source="causal_attention_bf16", without_groups=without, options=_RELAXED)
+      for s, suffix in ((1024, ""), (4096, "_s4096"))
       for tag, without in (("narrowed", ()), ("not_narrowed", ("narrowing",)))),
     *(Bench(name, name.rsplit("_", 1)[0], "memory", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16},
             compile_sizes=_ROWS[0].sizes)
