@@ -8,7 +8,10 @@ loop's key/value loads stay unpipelined and the query tile is re-loaded on every
 same program with a literal head dimension, where ``ir.single_trip`` inlines the loop at bind time, ran 1.46x the
 size-symbol one; docs/perf.md). This pass gives the size-symbol program that form under a guard: the outer loop
 is copied, once with each guarded inner loop inlined (run when ``lb < ub <= lb + step`` holds for all of them) and
-once as it was (every other launch).
+once as it was (every other launch). The inlined copy keeps the head-dim lane checks (``d < D``); a third copy for
+``D == TILE_K`` with the bound a constant and those checks folded was measured and not kept (H200 sweep 14,
+2026-11-30: d64 3% slower, full d128 4.5% faster, causal d128 equal; what a literal head dimension adds beyond
+this, ~5% on causal d64, is the constant output-tile coordinate over ``D``, outside the loop).
 
 Declaration (SPEC PASS-1):
 

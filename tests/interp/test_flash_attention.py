@@ -29,15 +29,18 @@ def test_flash_attention_matches_the_reference_under_the_interpreter(gen_dir) ->
     program = optimize(construct(module, options=opts), target="sm90", tile_candidates=(32,)).program
     source = serialize(program, "attention", "sm90")
     # the key loop runs its full tiles without the tail check, then the tail (intent_eqsat.ir.tail_split): the
-    # scores and the value contraction in each
-    assert source.count("tl.dot(") == 4 and "_exp_approx_ftz(" in source   # approximate exps that flush
+    # scores and the value contraction in each; each of the two is dispatched on 0 < D <= TILE_K
+    # (intent_eqsat.ir.unswitch: without the head-dim loop, or the loop nest as it was)
+    assert source.count("tl.dot(") == 8 and "_exp_approx_ftz(" in source   # approximate exps that flush
+    assert source.count("if v_single_trip") == 2
     mod = load_source(source, gen_dir, "attention")
-    args = random_inputs(module, "attention", 3, sizes=SIZES)
-    got = run_launcher(mod, copy_args(args))
-    want = evaluate(module, "attention", {n: v for n, v in copy_args(args).items() if n != "O"})["O"]
-    assert np.isfinite(got["O"]).all()
-    assert_matches(got["O"], np.asarray(want), "attention under the interpreter vs the KIR reference",
-                   rtol=1e-2, atol=1e-2)
+    for seed, d in ((3, SIZES["D"]), (4, 40)):          # one head-dim tile (the guarded branch), then two
+        args = random_inputs(module, "attention", seed, sizes={**SIZES, "D": d})
+        got = run_launcher(mod, copy_args(args))
+        want = evaluate(module, "attention", {n: v for n, v in copy_args(args).items() if n != "O"})["O"]
+        assert np.isfinite(got["O"]).all()
+        assert_matches(got["O"], np.asarray(want), f"attention (D = {d}) under the interpreter vs the KIR reference",
+                       rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.slow
@@ -90,5 +93,6 @@ def test_flash_attention_exports_to_tileir_bytecode(tmp_path) -> None:
     path = export(program, "attention", "sm90", None, tmp_path)
     assert path.read_bytes().startswith(TILEIR_MAGIC)
     src = path.with_suffix(".py").read_text()
-    assert src.count("ct.mma(") == 4 and "ct.permute(" in src      # full and tail key tiles, as for Triton
+    # full and tail key tiles, each dispatched on the head dim (intent_eqsat.ir.unswitch), as for Triton
+    assert src.count("ct.mma(") == 8 and "ct.permute(" in src
     assert "ct.max(" in src and "ct.sum(" in src and "RoundingMode.APPROX" in src
