@@ -11,7 +11,7 @@ is copied, once with each guarded inner loop inlined (run when ``lb < ub <= lb +
 once as it was (every other launch). The inlined copy keeps the head-dim lane checks (``d < D``); a third copy for
 ``D == TILE_K`` with the bound a constant and those checks folded was measured and not kept (H200 sweep 14,
 2026-11-30: d64 3% slower, full d128 4.5% faster, causal d128 equal; what a literal head dimension adds beyond
-this, ~5% on causal d64, is the constant output-tile coordinate over ``D``, outside the loop).
+this, ~5% on causal d64, needs ``D`` and the output tile's coordinate over it both constant: docs/perf.md).
 
 Declaration (SPEC PASS-1):
 
