@@ -88,3 +88,11 @@ def guarded_branch_ops(ops: list) -> list:
 
     return rewrite(ops)
 
+
+def iv_dependent(loop) -> set[str]:
+    """Names of the values inside ``loop`` that depend (def-use) on its induction variable."""
+    dep = {loop.regions[0].args[0].name}
+    for op in ir.walk(loop.regions[0]):
+        if any(v.name in dep for v in op.operands):
+            dep.update(r.name for r in op.results)
+    return dep

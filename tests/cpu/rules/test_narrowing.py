@@ -14,7 +14,7 @@ from intent_eqsat.construct import construct
 from intent_eqsat.ir.core import CompileOptions
 from intent_eqsat.kir.inputs import random_inputs
 from intent_eqsat.rules import Limits, optimize
-from tests.cpu.rules.reference import assert_matches_reference
+from tests.cpu.rules.reference import assert_matches_reference, iv_dependent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 NARROWING = "narrowing"
@@ -151,18 +151,9 @@ def _records(kernel: ir.Kernel) -> list[str]:
     return [op.attrs["narrowing"]["kind"] for op in _loops(kernel) if "narrowing" in op.attrs]
 
 
-def _uses_iv(loop: ir.Op) -> set[str]:
-    """Names of the values inside ``loop`` that depend (def-use) on its induction variable."""
-    dep = {loop.regions[0].args[0].name}
-    for op in ir.walk(loop.regions[0]):
-        if any(v.name in dep for v in op.operands):
-            dep.update(r.name for r in op.results)
-    return dep
-
-
 def _assert_all_true_unmasked(loop: ir.Op) -> None:
     """No select on, and no access validity reading, the induction variable (the mask and range checks are gone)."""
-    dep = _uses_iv(loop)
+    dep = iv_dependent(loop)
     for op in ir.walk(loop.regions[0]):
         if op.name == "select":
             assert op.operands[0].name not in dep, f"the all-true loop still selects on the iv: {op}"

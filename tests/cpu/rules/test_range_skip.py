@@ -13,7 +13,7 @@ from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.pipeline import make_options
 from intent_eqsat.rules import optimize, registry
-from tests.cpu.rules.reference import ROOT, assert_matches_reference, guarded_branch_ops, ops_named
+from tests.cpu.rules.reference import ROOT, assert_matches_reference, guarded_branch_ops, iv_dependent, ops_named
 
 RELAXED = {"numerics": "relaxed_normalization"}
 CAUSAL = os.path.join(ROOT, "bench", "suite", "causal_attention_bf16.kir")
@@ -67,10 +67,7 @@ def test_causal_flash_attention_runs_unmasked_tiles_below_the_diagonal_and_stops
     assert "all_false_skipped" in diagonal.attrs["narrowing"]["proof"]
     producers = {r.name: op for op in ops_named(guarded) for r in op.results}
     assert producers[diagonal.operands[1].name].name == "min"             # min(T, max(0, row tile end))
-    dep = {below.regions[0].args[0].name}
-    for op in ir.walk(below.regions[0]):
-        if any(v.name in dep for v in op.operands):
-            dep.update(r.name for r in op.results)
+    dep = iv_dependent(below)
     assert not [op for op in ir.walk(below.regions[0]) if op.name == "select" and
                 producers.get(op.operands[0].name, op).name in ("cmp", "and") and op.operands[0].name in dep and
                 producers[op.operands[0].name].attrs.get("pred") != "eq"], "a select on a key check is left"
