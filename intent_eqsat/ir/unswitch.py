@@ -24,9 +24,9 @@ Declaration (SPEC PASS-1):
 - Rewrites: the outer loop becomes ``if guard { outer loop with the guarded loops inlined at iv = lb } else {
   outer loop }``, with ``guard = (lb < ub) && (ub <= lb + step)`` over every guarded loop (one ``launch`` of a
   bool LaunchExpr: launch-visible, the same value in every program instance; outer loops of one region with the
-  same guard share it). Each branch is a renamed copy; the
-  ``if`` results take the outer loop's result names, so its uses are unchanged. An outer loop is not itself looked
-  into for further outer loops (the guard is hoisted to the outermost loop that holds it).
+  same guard share it). Each branch is a renamed copy; the ``if`` results take the outer loop's result names, so
+  its uses are unchanged. An outer loop is not itself looked into for further outer loops (the guard is hoisted to
+  the outermost loop that holds it).
 - Preserves: every value (under the guard each inlined loop runs exactly once, the body with iv = lb and the
   carried values their inits; otherwise the original loop), effects and their order, the ABI, the program space,
   the narrowing records of the copied loops and their proofs (the copies run the same ranges), origins.
@@ -88,7 +88,7 @@ def unswitch_single_trip_loops(kernel: Kernel) -> Kernel:
     names = FreshNames(kernel)
 
     def copy(outer: Op) -> tuple[list[Op], list[Value]]:
-        """A renamed copy of ``outer`` (its ops, its results); ``ids`` of the copied loops map to the originals."""
+        """A renamed copy of ``outer``: its ops and its results."""
         rename: dict[str, Value] = {}
         cloned = clone_region(Region([], [outer]), names, rename)
         return cloned.ops, [rename[r.name] for r in outer.results]
