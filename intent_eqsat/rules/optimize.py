@@ -332,12 +332,12 @@ def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Call
 
 
 def _range_passes(groups: list, options: CompileOptions) -> Callable[[Kernel], Kernel]:
-    """Range narrowing that needs the bound tile sizes (SPEC PASS-3.5), part of the ``narrowing`` group's work: run
-    only when that group is in the rulebooks. ``ir.range_skip`` runs a loop's iterations whose lane checks are all
-    true without them and stops it where its predicate is false in every lane and the body changes nothing (causal
-    key loops); then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check. Last, on
-    the final loop structure and whatever the groups, ``ir.unswitch`` gives each tile loop whose inner blocking loop
-    runs once under a launch guard (a size-symbol head dimension within one tile) a guarded copy without it."""
+    """The loop passes that need the bound tile sizes. With the ``narrowing`` group in the rulebooks, its range
+    narrowing (SPEC PASS-3.5): ``ir.range_skip`` runs a loop's iterations whose lane checks are all true without
+    them and stops it where its predicate is false in every lane and the body changes nothing (causal key loops);
+    then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check. Last, whatever the
+    groups, on the final loop structure: ``ir.unswitch`` gives each tile loop whose inner blocking loop runs once
+    under a launch guard (a size-symbol head dimension within one tile) a guarded copy without it (SPEC PASS-4)."""
     if not any(g.name == "narrowing" for g in groups):
         return unswitch_single_trip_loops
     relaxed = options.numerics == "relaxed_normalization"
