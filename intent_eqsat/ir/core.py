@@ -94,16 +94,63 @@ class Segment:
 
     Its programs are the linear coordinates ``[offset, offset + length)`` where ``length = prod(extents)``; they are
     decoded to ``extents``-shaped coordinates row-major, or, with ``order="grouped"``, in groups of
-    ``group_size`` rows along axis 0 (the tiled-GEMM L2 ordering), which is a bijection on the same set.
+    ``group_size`` rows (the tiled-GEMM L2 ordering), which is a bijection on the same set. A grouped segment's
+    *rows* are the axes before ``group_axis`` (flattened row-major), its *columns* the ``group_axis`` (traversed from
+    its last index down when ``descending``), and the axes after it are decoded row-major inside one (row, column):
+    the linear coordinate walks the columns of a group of rows, the rows of a group fastest. The rank-2 default
+    (``group_axis = 1``, ascending) is Triton's grouped GEMM ordering.
     """
 
     extents: tuple[LaunchExpr, ...]
     order: str = "row_major"
     group_size: LaunchExpr | None = None
+    group_axis: int = 1
+    descending: bool = False
 
     @property
     def length(self) -> LaunchExpr:
         return product(self.extents)
+
+    @property
+    def order_key(self) -> str:
+        """The order with its grouping options in one word (``grouped``, ``grouped:2:descending``): how the e-graph
+        term carries the segment's order."""
+        if (self.group_axis, self.descending) == (1, False):
+            return self.order
+        return f"{self.order}:{self.group_axis}:{'descending' if self.descending else 'ascending'}"
+
+
+def segment_of_key(extents: tuple[LaunchExpr, ...], key: str, group_size: LaunchExpr | None) -> Segment:
+    """The segment whose :attr:`Segment.order_key` is ``key`` (the inverse the e-graph decoder uses)."""
+    order, _, rest = key.partition(":")
+    if not rest:
+        return Segment(extents, order, group_size)
+    axis, _, direction = rest.partition(":")
+    return Segment(extents, order, group_size, int(axis), direction == "descending")
+
+
+def grouped_coordinates(local: int, extents: tuple[int, ...], group: int, axis: int = 1,
+                        descending: bool = False) -> tuple[int, ...]:
+    """The coordinates of program ``local`` of a grouped segment (the definition the interpreter runs and the
+    providers print): inner axes row-major from the last, then Triton's grouped ordering over (rows = the axes
+    before ``axis`` flattened, columns = ``axis``), the column index mirrored when ``descending``."""
+    coords = [0] * len(extents)
+    for i in range(len(extents) - 1, axis, -1):
+        coords[i] = local % extents[i]
+        local //= extents[i]
+    rows = 1
+    for e in extents[:axis]:
+        rows *= e
+    in_group = group * extents[axis]
+    first = (local // in_group) * group
+    group_rows = min(rows - first, group)
+    row = first + (local % in_group) % group_rows
+    col = (local % in_group) // group_rows
+    coords[axis] = extents[axis] - 1 - col if descending else col
+    for i in range(axis - 1, -1, -1):
+        coords[i] = row % extents[i] if i else row
+        row //= extents[i]
+    return tuple(coords)
 
 
 @dataclass(frozen=True)

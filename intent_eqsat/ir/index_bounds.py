@@ -27,7 +27,7 @@ from typing import Iterable
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Op, Region, Value
 from intent_eqsat.ir.launch import BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet, \
-    free_symbols
+    free_symbols, product
 from intent_eqsat.ir.spec import ACCESS_OPS, access_layout
 from intent_eqsat.ir.types import FragmentType, ScalarType, Type
 
@@ -192,9 +192,10 @@ class _Bounds:
         # group-row arithmetic, all bounded by the space's total plus one group's rows and columns
         decode = self.mag(space.total)
         for seg in space.segments:
-            if seg.order == "grouped" and seg.group_size is not None:
+            if seg.order == "grouped" and seg.group_size is not None and 1 <= seg.group_axis < len(seg.extents):
                 g = self.mag(seg.group_size)
-                decode = _add(decode, _add(_mul(g, self.mag(seg.extents[1])), _add(self.mag(seg.extents[0]), g)))
+                rows = self.mag(product(seg.extents[:seg.group_axis]))
+                decode = _add(decode, _add(_mul(g, self.mag(seg.extents[seg.group_axis])), _add(rows, g)))
         self.terms.append(_max(grid, decode))
         for a in k.abi:
             if not a.is_view and _is_index(a.value.type):

@@ -31,7 +31,9 @@ Program space
   extents; ``grouped(G)`` (rank 2, groups of G rows along axis 0) is Triton's grouped ordering
   (``num_pid_in_group = G * E1``, ``group_id = local // num_pid_in_group``, ``first_m = group_id * G``,
   ``group_m = min(E0 - first_m, G)``, ``pm = first_m + (local % num_pid_in_group) % group_m``,
-  ``pn = (local % num_pid_in_group) // group_m``).
+  ``pn = (local % num_pid_in_group) // group_m``); ``grouped(G, axis a[, descending])`` decodes the axes after
+  ``a`` row-major first and groups the flattened axes before ``a`` against axis ``a``
+  (``core.grouped_coordinates``).
 
 Values
   Scalars are NumPy scalars of their dtype (``index`` -> int64, ``i1`` -> bool, ``bf16`` -> ml_dtypes.bfloat16);
@@ -123,7 +125,7 @@ import numpy as np
 
 from intent_eqsat.errors import IntentError, InterpretError
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import Kernel, Module, Op, Region, location
+from intent_eqsat.ir.core import Kernel, Module, Op, Region, grouped_coordinates, location
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Sym, ViewMeta, evaluate
 from intent_eqsat.ir.spec import SPECS, access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleType, Type, ViewType
@@ -487,8 +489,9 @@ class _Interpreter:
             length = int(np.prod(ext, dtype=np.int64)) if ext else 1
             g = None
             if seg.order == "grouped":
-                if len(ext) != 2:
-                    raise self.error(None, f"segment {i}: grouped order needs 2 extents, not {len(ext)}")
+                if not 1 <= seg.group_axis < len(ext):
+                    raise self.error(None, f"segment {i}: grouped order's axis {seg.group_axis} is not in "
+                                           f"[1, {len(ext)})")
                 if seg.group_size is None:
                     raise self.error(None, f"segment {i}: grouped order without a group size")
                 g = int(self.le(seg.group_size, None))
@@ -496,7 +499,7 @@ class _Interpreter:
                     raise self.error(None, f"segment {i}: group size {g} is not positive")
             elif seg.order != "row_major":
                 raise self.error(None, f"segment {i}: unknown program order {seg.order!r}")
-            self.segments.append((offset, length, ext, seg.order, g))
+            self.segments.append((offset, length, ext, seg, g))
             offset += length
         grid = int(self.le(k.space.grid, None))
         if grid < 0:
@@ -1189,16 +1192,13 @@ class _Interpreter:
         seg = int(op.attrs["segment"])
         if not 0 <= seg < len(self.segments):
             raise self.error(op, f"segment {seg} is not in the program space ({len(self.segments)} segments)")
-        offset, length, ext, order, g = self.segments[seg]
+        offset, length, ext, segment, g = self.segments[seg]
         lin = int(self.val(op.operands[0]))
         if not offset <= lin < offset + length:
             return None
         local = lin - offset
-        if order == "grouped":
-            in_group = g * ext[1]
-            first_m = (local // in_group) * g
-            group_m = min(ext[0] - first_m, g)
-            coords = (first_m + (local % in_group) % group_m, (local % in_group) // group_m)
+        if segment.order == "grouped":
+            coords = grouped_coordinates(local, ext, g, segment.group_axis, segment.descending)
         else:
             out = []
             for e in reversed(ext):

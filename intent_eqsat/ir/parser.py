@@ -416,11 +416,17 @@ class _Parser:
             order = self.ident("a program order")
             if order not in ORDERS:
                 raise self.error(f"unknown program order {order!r}; expected one of {', '.join(ORDERS)}", otok)
-            group = None
+            group, axis, descending = None, 1, False
             if self.ts.accept("("):
                 group = self.le()
+                if self.ts.accept(","):
+                    self.ts.expect("axis")
+                    axis = self.int_lit("the group axis (an integer)")
+                    if self.ts.accept(","):
+                        self.ts.expect("descending")
+                        descending = True
                 self.ts.expect(")")
-            segments.append(Segment(extents, order, group))
+            segments.append(Segment(extents, order, group, axis, descending))
         if self.ts.accept("launch"):
             launch = self.le()
         threads = self.resource("threads") if self.ts.at("threads") else None

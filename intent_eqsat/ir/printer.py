@@ -136,7 +136,8 @@ def format_space(space: ProgramSpace, depth: int) -> list[str]:
         s = "segment [" + ", ".join(format_launch_expr(e) for e in seg.extents) + "]"
         s += f" order {seg.order}"
         if seg.group_size is not None:
-            s += f"({format_launch_expr(seg.group_size)})"
+            opts = "" if seg.group_axis == 1 and not seg.descending else f", axis {seg.group_axis}"
+            s += f"({format_launch_expr(seg.group_size)}{opts}{', descending' if seg.descending else ''})"
         lines.append(pad + INDENT + s)
     if space.launch is not None:
         lines.append(pad + INDENT + f"launch {format_launch_expr(space.launch)}")

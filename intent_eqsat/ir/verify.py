@@ -492,7 +492,7 @@ def check_coverage(ctx: _Ctx) -> Errors:
     (or, for a grid-stride space with ``launch``, under for/if but never inside another group); its region has
     one index argument per segment extent; its operand is the body's program coordinate, or, grid-stride, the
     induction variable of an enclosing ``for (pid, total, launch)`` loop. A grouped order has a group size and a
-    2-D segment; a row-major one has none. Every public view with access write/readwrite is written by an access
+    group axis with at least one row axis before it; a row-major one has neither. Every public view with access write/readwrite is written by an access
     (a private view is a runtime-allocated workspace, reached through its workspace buffer).
     """
     for info in ctx.infos:
@@ -513,10 +513,14 @@ def check_coverage(ctx: _Ctx) -> Errors:
             if seg.order == "grouped":
                 if seg.group_size is None:
                     yield ctx.err(2, "a grouped order needs a group size", where=where)
-                if len(seg.extents) != 2:
-                    yield ctx.err(2, f"a grouped order needs a 2-D segment, not {len(seg.extents)}-D", where=where)
-            elif seg.group_size is not None:
-                yield ctx.err(2, "a row-major segment takes no group size", where=where)
+                if not 1 <= seg.group_axis < len(seg.extents):
+                    yield ctx.err(2, f"a grouped order's group axis {seg.group_axis} needs a row axis before it in "
+                                     f"a {len(seg.extents)}-D segment (1 <= axis < rank)", where=where)
+            else:
+                if seg.group_size is not None:
+                    yield ctx.err(2, "a row-major segment takes no group size", where=where)
+                if (seg.group_axis, seg.descending) != (1, False):
+                    yield ctx.err(2, "a row-major segment takes no group axis or direction", where=where)
         groups: dict[int, list[Op]] = {}
         for op in info.ops:
             if op.name != "execution_group":

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from intent_eqsat.ir import launch as L
-from intent_eqsat.ir.core import Kernel, Op, ProgramSpace, Region, Segment, Value
+from intent_eqsat.ir.core import Kernel, Op, ProgramSpace, Region, Value, segment_of_key
 from intent_eqsat.ir.spec import normalize_attrs
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleType, Type, ViewType
 from intent_eqsat.rules.encode import Provenance
@@ -372,7 +372,7 @@ def _uses(op: Op) -> set[str]:
 def decode_kernel(term: T, template: Kernel, prov: Provenance | None = None) -> Kernel:
     """The explicit kernel of a ``Kernel`` term; ``template`` supplies the ABI (rules never change it)."""
     name, segs, launch, body = term.args
-    segments = tuple(Segment(les_of(s.args[0]), s.args[1], le_of(s.args[2])) for s in list_items(segs))
+    segments = tuple(segment_of_key(les_of(s.args[0]), s.args[1], le_of(s.args[2])) for s in list_items(segs))
     space = ProgramSpace(segments, le_of(launch))
     reserved = {a.name for a in template.abi}
     dec = _Decoder(prov, reserved)

@@ -218,7 +218,7 @@ def encode_kernel(kernel: Kernel) -> tuple[T, Provenance]:
     enc = _Encoder(kernel)
     body = enc.region(kernel.body, 0)
     segs = cons_list("SegsNil", "SegsCons", [
-        t("Seg", les_term(s.extents), s.order, le_term(s.group_size) if s.group_size is not None else t("LeNone"))
+        t("Seg", les_term(s.extents), s.order_key, le_term(s.group_size) if s.group_size is not None else t("LeNone"))
         for s in kernel.space.segments])
     launch = le_term(kernel.space.launch) if kernel.space.launch is not None else t("LeNone")
     root = enc.keep(t("Kernel", kernel.name, segs, launch, body))

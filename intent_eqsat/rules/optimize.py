@@ -42,6 +42,7 @@ from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
 from intent_eqsat.ir.range_skip import narrow_lane_ranges
 from intent_eqsat.ir.tail_split import split_tile_tails
+from intent_eqsat.ir.program_order import order_by_work
 from intent_eqsat.ir.unswitch import unswitch_single_trip_loops
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
@@ -331,17 +332,24 @@ def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Call
     return of
 
 
-def _range_passes(groups: list, options: CompileOptions) -> Callable[[Kernel], Kernel]:
+def _range_passes(groups: list, options: CompileOptions, l2_bytes: int) -> Callable[[Kernel], Kernel]:
     """The loop passes that need the bound tile sizes. With the ``narrowing`` group in the rulebooks, its range
     narrowing (SPEC PASS-3.5): ``ir.range_skip`` runs a loop's iterations whose lane checks are all true without
     them and stops it where its predicate is false in every lane and the body changes nothing (causal key loops);
-    then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check. Last, whatever the
+    then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check. Then, whatever the
     groups, on the final loop structure: ``ir.unswitch`` gives each tile loop whose inner blocking loop runs once
-    under a launch guard (a size-symbol head dimension within one tile) a guarded copy without it (SPEC PASS-4)."""
-    if not any(g.name == "narrowing" for g in groups):
-        return unswitch_single_trip_loops
+    under a launch guard (a size-symbol head dimension within one tile) a guarded copy without it (SPEC PASS-4).
+    Last, with the ``mapping`` group, ``ir.program_order`` starts the programs whose loops run longest first, in
+    groups of rows sized to ``l2_bytes`` (SPEC PASS-3.2)."""
+    names = {g.name for g in groups}
     relaxed = options.numerics == "relaxed_normalization"
-    return lambda kernel: unswitch_single_trip_loops(split_tile_tails(narrow_lane_ranges(kernel, relaxed)))
+
+    def passes(kernel: Kernel) -> Kernel:
+        if "narrowing" in names:
+            kernel = split_tile_tails(narrow_lane_ranges(kernel, relaxed))
+        kernel = unswitch_single_trip_loops(kernel)
+        return order_by_work(kernel, l2_bytes) if "mapping" in names else kernel
+    return passes
 
 
 def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:
@@ -459,7 +467,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         res.remarks.append(remark)
     best_cost, best = ranked[0]
     resources = _resource_binder(cost, target)
-    finish = _range_passes(groups, options)
+    finish = _range_passes(groups, options, tgt.l2_bytes)
     # resources are costed on one copy of each loop body, then the ranges are narrowed (SPEC PASS-3.5)
     bound = finish(resources(TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))))
     if measured is not None and (measured.threads or measured.stages or measured.index_bits):

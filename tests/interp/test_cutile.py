@@ -34,6 +34,7 @@ CASES = [
     ("grouped_tiles.gir", "tiles", {"BM": 4, "BN": 8, "G": 2}, "export"),
     ("histogram.gir", "histogram", {"BN": 16, "NB": 8}, "export"),
     ("online_softmax_fold.gir", "online_softmax", {"BC": 16}, "export"),
+    ("ordered_owner.gir", "owner", {"G": 2}, "export"),
     ("scatter_add.gir", "scatter_add", {"BN": 32}, "export"),
     ("softmax.gir", "softmax", {"BC": 32}, "export"),
     ("two_groups.gir", "two_groups", {"B0": 16, "B1": 4, "B2": 8}, "export"),

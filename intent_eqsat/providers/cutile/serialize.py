@@ -1033,15 +1033,7 @@ class _Printer:
             self.emit(f"{loc} = {lin}" + ("" if offs == "0" else f" - {offs}"))
             ext = [self.kle(e) for e in seg.extents]
             if seg.order == "grouped":
-                gsz = self.kle(seg.group_size)
-                ing = self.fresh("v_" + args[0].name + "_in_group")
-                first = self.fresh("v_" + args[0].name + "_first")
-                gm = self.fresh("v_" + args[0].name + "_group_m")
-                self.emit(f"{ing} = {gsz} * {ext[1]}")
-                self.emit(f"{first} = ({loc} // {ing}) * {gsz}")
-                self.emit(f"{gm} = min({ext[0]} - {first}, {gsz})")
-                self.emit(f"{self.v(args[0])} = {first} + ({loc} % {ing}) % {gm}")
-                self.emit(f"{self.v(args[1])} = ({loc} % {ing}) // {gm}")
+                self._grouped_decode(seg, loc, [self.v(a) for a in args], ext, args[0].name)
             else:
                 for i in range(len(args) - 1, 0, -1):
                     self.emit(f"{self.v(args[i])} = {loc} % {ext[i]}")
@@ -1051,6 +1043,30 @@ class _Printer:
         if len(self.lines) == start:
             self.emit("pass")
         self.depth -= 1
+
+    def _grouped_decode(self, seg, loc: str, coords: list[str], ext: list[str], stem: str) -> None:
+        """``core.grouped_coordinates`` spelled in cuTile (``loc`` is reassigned as the inner axes are taken off)."""
+        axis = seg.group_axis
+        for i in range(len(coords) - 1, axis, -1):
+            self.emit(f"{coords[i]} = {loc} % {ext[i]}")
+            self.emit(f"{loc} = {loc} // {ext[i]}")
+        rows = " * ".join(f"({e})" for e in ext[:axis]) if axis > 1 else ext[0]
+        gsz = self.kle(seg.group_size)
+        ing = self.fresh("v_" + stem + "_in_group")
+        first = self.fresh("v_" + stem + "_first")
+        gm = self.fresh("v_" + stem + "_group_m")
+        self.emit(f"{ing} = {gsz} * {ext[axis]}")
+        self.emit(f"{first} = ({loc} // {ing}) * {gsz}")
+        self.emit(f"{gm} = min({rows} - {first}, {gsz})")
+        row = coords[0] if axis == 1 else self.fresh("v_" + stem + "_row")
+        self.emit(f"{row} = {first} + ({loc} % {ing}) % {gm}")
+        col = f"({loc} % {ing}) // {gm}"
+        self.emit(f"{coords[axis]} = " + (f"(({ext[axis]}) - 1) - {col}" if seg.descending else col))
+        for i in range(axis - 1, 0, -1):
+            self.emit(f"{coords[i]} = {row} % {ext[i]}")
+            self.emit(f"{row} = {row} // {ext[i]}")
+        if axis > 1:
+            self.emit(f"{coords[0]} = {row}")
 
     def op_if(self, op: Op) -> None:
         outs = [self.v(r) for r in op.results]

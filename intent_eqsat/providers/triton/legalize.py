@@ -244,8 +244,9 @@ class _Checker:
                 self.check_le(e, f"segment {i}'s extents")
             if seg.group_size is not None:
                 self.check_le(seg.group_size, f"segment {i}'s group size")
-            if seg.order == "grouped" and (len(seg.extents) != 2 or seg.group_size is None):
-                raise self.surface(f"segment {i}: grouped order is defined for rank-2 segments with a group size")
+            if seg.order == "grouped" and (not 1 <= seg.group_axis < len(seg.extents) or seg.group_size is None):
+                raise self.surface(f"segment {i}: grouped order needs a group size and a row axis before its group "
+                                  f"axis")
         if k.space.launch is not None:
             self.check_le(k.space.launch, "the launched program count")
         for arg in k.body.args:

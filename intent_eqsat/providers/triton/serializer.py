@@ -1424,14 +1424,7 @@ class _Printer:
             self.emit(f"{x} = {self.rt_le(e)}")
             exts.append(x)
         if seg.order == "grouped":
-            g = self.fresh("group")
-            self.emit(f"{g} = {self.rt_le(seg.group_size)}")
-            npg, first, gm = self.fresh("in_group"), self.fresh("first"), self.fresh("group_rows")
-            self.emit(f"{npg} = {g} * {exts[1]}")
-            self.emit(f"{first} = ({local} // {npg}) * {g}")
-            self.emit(f"{gm} = tl.minimum({exts[0]} - {first}, {g})")
-            self.emit(f"{coords[0]} = {first} + ({local} % {npg}) % {gm}")
-            self.emit(f"{coords[1]} = ({local} % {npg}) // {gm}")
+            self._grouped_decode(seg, local, coords, exts)
         else:
             rest = local
             for i in range(len(coords) - 1, -1, -1):
@@ -1445,6 +1438,38 @@ class _Printer:
         # the decoded coordinates are non-negative, so Triton's truncating // and % are floor division here
         self.region_ops(region)
         self.ind -= 1
+
+    def _grouped_decode(self, seg, local: str, coords: list[str], exts: list[str]) -> None:
+        """``core.grouped_coordinates`` spelled in Triton: the axes after the group axis row-major, then the grouped
+        ordering of (rows = the axes before it, flattened; columns = the group axis, mirrored when descending)."""
+        axis = seg.group_axis
+        rest = local
+        for i in range(len(coords) - 1, axis, -1):
+            self.emit(f"{coords[i]} = {rest} % {exts[i]}")
+            nxt = self.fresh("rest")
+            self.emit(f"{nxt} = {rest} // {exts[i]}")
+            rest = nxt
+        rows = exts[0]
+        if axis > 1:
+            rows = self.fresh("rows")
+            self.emit(f"{rows} = {' * '.join(exts[:axis])}")
+        g = self.fresh("group")
+        self.emit(f"{g} = {self.rt_le(seg.group_size)}")
+        npg, first, gm = self.fresh("in_group"), self.fresh("first"), self.fresh("group_rows")
+        self.emit(f"{npg} = {g} * {exts[axis]}")
+        self.emit(f"{first} = ({rest} // {npg}) * {g}")
+        self.emit(f"{gm} = tl.minimum({rows} - {first}, {g})")
+        row = coords[0] if axis == 1 else self.fresh("row")
+        self.emit(f"{row} = {first} + ({rest} % {npg}) % {gm}")
+        col = f"({rest} % {npg}) // {gm}"
+        self.emit(f"{coords[axis]} = " + (f"({exts[axis]} - 1) - {col}" if seg.descending else col))
+        for i in range(axis - 1, 0, -1):
+            self.emit(f"{coords[i]} = {row} % {exts[i]}")
+            nxt = self.fresh("row")
+            self.emit(f"{nxt} = {row} // {exts[i]}")
+            row = nxt
+        if axis > 1:
+            self.emit(f"{coords[0]} = {row}")
 
     def op_if(self, op: Op) -> None:
         then_r, else_r = op.regions
