@@ -25,9 +25,9 @@ Declaration (SPEC PASS-1):
   arithmetic does not show; no atomic access or ``scatter_reduce`` in the kernel (their order is observable in
   floating-point results).
 - Rewrites: the segment's order becomes ``grouped(G, axis a, descending)``: rows = the axes before ``a``, groups of
-  ``G = max(1, (l2_bytes / 4) * rows // bytes)`` rows, where ``bytes`` is the size of the views the loops read at
-  coordinates that depend on a row axis and not on ``a`` (one row's share of them is ``bytes / rows``; a launch
-  expression, evaluated per launch).
+  ``G = max(1, (l2_bytes / 4) // row_bytes)`` rows (in KiB), where ``row_bytes`` is one row's share of the views
+  the loops read at coordinates that depend on a row axis and not on ``a`` (their size over the number of rows; a
+  launch expression, evaluated per launch).
 - Preserves: every program's coordinates and body (the order is a bijection on the same coordinate set, programs
   do not communicate), the ABI, values and effects.
 - Invalidates: nothing the later passes read (serializers print the decode from the segment).
@@ -79,8 +79,10 @@ def order_by_work(kernel: Kernel, l2_bytes: int) -> Kernel:
         return kernel
     rows = product(seg.extents[:axis])
     per_row = _row_bytes(kernel, loops, _Dependence(defs, coords), axis, rows)
-    budget = Const(l2_bytes // L2_SHARE)
-    size = rows if per_row is None else BinOp("max", Const(1), BinOp("//", budget, BinOp("max", Const(1), per_row)))
+    # in KiB: the group size's bound (what ir.index_bounds multiplies by the column extent) stays small
+    budget = Const(l2_bytes // L2_SHARE // 1024)
+    size = rows if per_row is None else \
+        BinOp("max", Const(1), BinOp("//", budget, BinOp("max", Const(1), per_row // Const(1024))))
     ordered = replace(seg, order="grouped", group_size=size, group_axis=axis, descending=True)
     return replace(kernel, space=replace(space, segments=(ordered,)))
 
