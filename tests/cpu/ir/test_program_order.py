@@ -13,8 +13,8 @@ import pytest
 
 from intent_eqsat.ir import VerificationError, interpret, parse_module, print_module, verify
 from intent_eqsat.ir.core import Segment, grouped_coordinates, segment_of_key
-from intent_eqsat.ir.launch import Sym
-from intent_eqsat.ir.program_order import growing_axis
+from intent_eqsat.ir.launch import Sym, evaluate
+from intent_eqsat.ir.program_order import floor_power_of_two, growing_axis
 
 OWNER = Path(__file__).parent / "programs" / "ordered_owner.gir"
 
@@ -91,3 +91,8 @@ def test_verifier_refuses_a_group_axis_without_rows_and_options_on_row_major(seg
 ])
 def test_growing_axis(bounds, axis) -> None:
     assert growing_axis(bounds, 4) == axis
+
+
+def test_group_sizes_are_floored_to_a_power_of_two() -> None:
+    got = [evaluate(floor_power_of_two(Sym("x"), cap=64), {"x": x}) for x in (-3, 0, 1, 2, 3, 12, 50, 64, 65, 1000)]
+    assert got == [1, 1, 1, 2, 2, 8, 32, 64, 64, 64]

@@ -50,9 +50,11 @@ def test_causal_attention_starts_the_longest_programs_first_in_l2_sized_groups(c
     assert (seg.order, seg.group_axis, seg.descending) == ("grouped", 2, True)     # [Z, H, query tiles, D tiles]
     budget = get_target("sm90").l2_bytes // L2_SHARE // 1024      # KiB
     # one (z, h) row streams its keys and values: 2 views x T x D bf16 elements
-    for t, d in ((1024, 64), (4096, 64), (4096, 128), (16, 8)):
+    for t, d, want in ((1024, 64, 32), (4096, 64, 8), (4096, 128, 4), (16, 8, 4096)):
         group = evaluate(seg.group_size, {"Z": 4, "H": 32, "S": t, "T": t, "D": d})
-        assert group == max(1, budget // max(1, 2 * t * d * 2 // 1024))
+        assert group == want
+        fit = budget // max(1, 2 * t * d * 2 // 1024)
+        assert group == max([1] + [2 ** i for i in range(13) if 2 ** i <= fit])     # a power of two
     assert_matches_reference(module, program, sizes={"Z": 1, "H": 2, "S": 45, "T": 45, "D": 20}, seeds=(11,))
 
 
