@@ -40,7 +40,7 @@ from typing import Optional
 
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Op, Region, walk
-from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Select, product
+from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Select, product, simplify
 from intent_eqsat.ir.single_trip import constant_ints
 from intent_eqsat.ir.spec import ATOMIC_ACCESSES, READ_ACCESSES
 from intent_eqsat.ir.types import ViewType
@@ -81,7 +81,7 @@ def order_by_work(kernel: Kernel, l2_bytes: int) -> Kernel:
     if axis is None or axis < 1:
         return kernel
     rows = product(seg.extents[:axis])
-    per_row = _row_bytes(kernel, loops, _Dependence(defs, coords), axis, rows)
+    per_row = _row_bytes(kernel, loops, _Dependence(defs, coords), axis, seg.extents[:axis])
     # in KiB: the group size's bound (what ir.index_bounds multiplies by the column extent) stays small
     budget = Const(l2_bytes // L2_SHARE // 1024)
     size = rows if per_row is None else \
@@ -211,10 +211,12 @@ def _yields(region: Region) -> list[Op]:
     return [op for op in region.ops if op.name == "yield"]
 
 
-def _row_bytes(kernel: Kernel, loops: list[Op], deps: _Dependence, axis: int, rows: LaunchExpr) -> LaunchExpr | None:
-    """One row's share of the views the loops read at coordinates that depend on a row axis and not on ``axis``:
-    the sum of ``(elements // rows) * element bytes`` (elements first, so the launch arithmetic stays within the
-    index width the views' own offsets need); None: no such view."""
+def _row_bytes(kernel: Kernel, loops: list[Op], deps: _Dependence, axis: int,
+               row_extents: tuple[LaunchExpr, ...]) -> LaunchExpr | None:
+    """One row's share of the views the loops read at coordinates that depend on a row axis and not on ``axis``, in
+    bytes: a view whose leading extents are the row extents (attention's keys ``[Z, H, T, D]`` over rows ``[Z, H]``)
+    holds ``product(the rest)`` elements per row; any other its elements over the row count (elements first, so the
+    launch arithmetic stays within the index width the views' own offsets need). None: no such view."""
     views = {a.name: a.value.type for a in kernel.abi if isinstance(a.value.type, ViewType)}
     read: list[str] = []
     for loop in loops:
@@ -225,8 +227,14 @@ def _row_bytes(kernel: Kernel, loops: list[Op], deps: _Dependence, axis: int, ro
             if axis not in moved and any(a < axis for a in moved) and op.operands[0].name not in read:
                 read.append(op.operands[0].name)
     total: LaunchExpr | None = None
+    exact = True
     for name in read:
         vt = views[name]
-        share = (product(vt.shape) // BinOp("max", Const(1), rows)) * Const(max(1, dtypes.BITS[vt.dtype] // 8))
+        if tuple(vt.shape[:len(row_extents)]) == tuple(row_extents):
+            elements = product(vt.shape[len(row_extents):])
+        else:
+            elements, exact = product(vt.shape) // BinOp("max", Const(1), product(row_extents)), False
+        share = elements * Const(max(1, dtypes.BITS[vt.dtype] // 8))
         total = share if total is None else total + share
-    return total
+    # a sum of products has no floor division: simplified exactly (4 * D * T for attention's keys and values)
+    return simplify(total) if total is not None and exact else total
