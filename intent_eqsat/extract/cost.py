@@ -18,7 +18,9 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                    contract_elems_per_thread, at least the target's matrix_unit_warps; the operand tiles are
                    staged through shared memory)
                    registers/thread = ceil(peak register words / threads) + base_registers  (rounded up)
-                   shared memory = pipeline_stages * (lhs + rhs bytes) of every tensor-core contract
+                   shared memory = the operand bytes of every tensor-core contract, pipeline_stages copies of
+                                   an operand read from memory, none of a left operand computed in registers
+                                   (flash attention's weights P), one of a right one
                                    + program/iteration-scope buffers
     occupancy:     programs_per_sm = min(registers_per_sm // (regs/thread * threads), smem_per_sm // smem,
                                          max_warps_per_sm // warps, max_programs_per_sm)
@@ -97,7 +99,7 @@ from typing import Any, Iterable, Mapping
 
 from intent_eqsat.ir import launch as L
 from intent_eqsat.ir.dtypes import BITS
-from intent_eqsat.ir.spec import ACCESS_PAYLOAD, BINARY_OPS, UNARY_OPS
+from intent_eqsat.ir.spec import ACCESS_PAYLOAD, BINARY_OPS, READ_ACCESSES, UNARY_OPS
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleType, Type, ViewType
 from intent_eqsat.rules.egraph import Export
 from intent_eqsat.rules.sorts import SIGNATURES
@@ -454,6 +456,7 @@ class CostModel:
         self._arg_memo: dict[str, Summary] = {}
         self._le_memo: dict[str, float | None] = {}
         self._carried_arg: dict[str, bool] = {}
+        self._copies_memo: dict[str, int] = {}
         self._var_memo: dict[str, int] = {}
         self._scan_structure()
         self.reset()
@@ -683,6 +686,30 @@ class CostModel:
                 break
         self._val_ty_memo[cls] = hit
         return hit
+
+    def _copies(self, cls: str, left: bool) -> int:
+        """Shared-memory copies of a contract operand: ``pipeline_stages`` for one read from memory (directly or
+        through casts: a pipelined loop keeps that many loads in flight); for a value computed in registers (flash
+        attention's weights P), none as the left operand (the matrix units take it from registers: mma.sync,
+        wgmma) and one unpipelined copy as the right one."""
+        hit = self._copies_memo.get(cls)
+        if hit is None:
+            hit = self.cp.pipeline_stages if self._read_from_memory(cls, 0) else -1
+            self._copies_memo[cls] = hit
+        return hit if hit >= 0 else (0 if left else 1)
+
+    def _read_from_memory(self, cls: str, depth: int) -> bool:
+        for nid in self.classes.get(cls, ()):
+            if self.nodes[nid]["op"] != "Op":
+                continue
+            name = self._lit(nid, 0, "str")
+            if name in READ_ACCESSES:
+                return True
+            if name == "cast" and depth < 2:
+                operands = self._list(self._child_class(nid, 1))
+                if operands and self._read_from_memory(operands[0], depth + 1):
+                    return True
+        return False
 
     def _is_carried_arg(self, cls: str) -> bool:
         hit = self._carried_arg.get(cls)
@@ -938,10 +965,8 @@ class CostModel:
 
     def _contract_work(self, name, attrs, operands, results, peak, elems):
         t = self.target
-        if name == "scaled_contract":
-            lhs, rhs, acc = (self._val_ty(operands[i]) for i in (0, 2, 4))
-        else:
-            lhs, rhs, acc = (self._val_ty(operands[i]) for i in (0, 1, 2))
+        lhs_i, rhs_i = (0, 2) if name == "scaled_contract" else (0, 1)
+        lhs, rhs = self._val_ty(operands[lhs_i]), self._val_ty(operands[rhs_i])
         lc, rc = tuple(attrs.get("lhs_contract", ())), tuple(attrs.get("rhs_contract", ()))
         lb, rb = tuple(attrs.get("lhs_batch", ())), tuple(attrs.get("rhs_batch", ()))
         le, re_ = lhs.extents, rhs.extents
@@ -960,11 +985,13 @@ class CostModel:
         own_peak = 0.0 if self._is_carried_arg(operands[-1]) else peak
         elems = max(elems, lhs.elems, rhs.elems)
         if rate > 0 and min(m, n, k) >= self.cp.min_mma_extent:
-            smem = self.cp.pipeline_stages * (lhs.elems * _mem_bytes(od) + rhs.elems * _mem_bytes(rhs.dtype or od))
+            smem = (lhs.elems * _mem_bytes(od) * self._copies(operands[lhs_i], left=True)
+                    + rhs.elems * _mem_bytes(rhs.dtype or od) * self._copies(operands[rhs_i], left=False))
             if smem > t.smem_per_block:
                 return ZERO, own_peak, elems, smem, (
                     f"contract operands {lhs.type} x {rhs.type} need {int(smem)} bytes of shared memory "
-                    f"({self.cp.pipeline_stages} stages) > smem_per_block {t.smem_per_block}")
+                    f"({self.cp.pipeline_stages} stages for the operands read from memory) > smem_per_block "
+                    f"{t.smem_per_block}")
             return _work(tflops=flops, t_tensor=flops / rate), own_peak, elems, smem, None
         # no matrix-unit form: a legal FMA expansion (operands stay in registers)
         w = _work(alu64=flops) if ad == "f64" else _work(alu=flops)
