@@ -25,9 +25,9 @@ Declaration (SPEC PASS-1):
   arithmetic does not show; no atomic access or ``scatter_reduce`` in the kernel (their order is observable in
   floating-point results).
 - Rewrites: the segment's order becomes ``grouped(G, axis a, descending)``: rows = the axes before ``a``, groups of
-  ``G`` = the largest power of two <= ``(l2_bytes / 4) // row_bytes`` rows (in KiB; at least 1), where ``row_bytes`` is one row's share of the views
-  the loops read at coordinates that depend on a row axis and not on ``a`` (their size over the number of rows; a
-  launch expression, evaluated per launch).
+  ``G`` rows, the largest power of two <= ``(l2_bytes / 4) // row_bytes`` (in KiB; at least 1, at most 4096), where
+  ``row_bytes`` is one row's share of the views the loops read at coordinates that depend on a row axis and not on
+  ``a`` (a launch expression, evaluated per launch).
 - Preserves: every program's coordinates and body (the order is a bijection on the same coordinate set, programs
   do not communicate), the ABI, values and effects.
 - Invalidates: nothing the later passes read (serializers print the decode from the segment).
