@@ -17,9 +17,9 @@ Declaration (SPEC PASS-1):
 - Reads: the program space (exactly one ``row_major`` segment of rank >= 2, no grid-stride launch); the ``for`` ops
   inside its execution group whose body holds a ``contract`` (the matrix-unit loops whose trip counts make the
   work); how their bounds move with each segment coordinate (index arithmetic over the coordinates: ``add``,
-  ``sub``, ``mul``/``floordiv`` by constants, ``min``, ``max``, ``cast``; launch values and constants are fixed); the
-  views those loops read, with their shapes and dtypes; the target's L2 size. Runs after binding and the range
-  passes (``rules.optimize``), with the ``mapping`` group in the rulebooks.
+  ``sub``, ``mul``/``floordiv`` by constants or physical parameters, ``min``, ``max``, ``cast``; launch values and
+  constants are fixed); the views those loops read, with their shapes and dtypes; the target's L2 size. Runs after
+  binding and the range passes (``rules.optimize``), with the ``mapping`` group in the rulebooks.
 - Requires: one coordinate axis ``a >= 1`` along which at least one such loop's trip count grows (upper bound
   non-decreasing, lower bound non-increasing, one of them moving) and none shrinks or moves in a way the index
   arithmetic does not show; no atomic access or ``scatter_reduce`` in the kernel (their order is observable in
@@ -40,7 +40,7 @@ from typing import Optional
 
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Op, Region, walk
-from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Select, product, simplify
+from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Select, Sym, product, simplify
 from intent_eqsat.ir.single_trip import constant_ints
 from intent_eqsat.ir.spec import ATOMIC_ACCESSES, READ_ACCESSES
 from intent_eqsat.ir.types import ViewType
@@ -57,9 +57,10 @@ MAX_GROUP = 1 << 12
 Trend = dict[int, Optional[int]]
 
 
-def order_by_work(kernel: Kernel, l2_bytes: int) -> Kernel:
+def order_by_work(kernel: Kernel, l2_bytes: int, params: frozenset[str] = frozenset()) -> Kernel:
     """``kernel`` with its segment in grouped, descending order along the axis its loops grow with (the module
-    docstring); unchanged when nothing grows or the conditions do not hold."""
+    docstring); unchanged when nothing grows or the conditions do not hold. ``params``: the module's physical
+    parameters, positive where they scale a coordinate (the optimizer runs this with them bound to literals)."""
     space = kernel.space
     if len(space.segments) != 1 or space.launch is not None:
         return kernel
@@ -75,7 +76,7 @@ def order_by_work(kernel: Kernel, l2_bytes: int) -> Kernel:
     loops = [op for op in walk(group.regions[0])
              if op.name == "for" and any(o.name == "contract" for o in walk(op.regions[0]))]
     defs = {r.name: op for op in walk(kernel.body) for r in op.results}
-    trends = _Trends(defs, coords, {a.name for a in kernel.abi}, constant_ints(kernel))
+    trends = _Trends(defs, coords, {a.name for a in kernel.abi}, constant_ints(kernel), params)
     axis = growing_axis([(trends.of(op.operands[0].name), trends.of(op.operands[1].name)) for op in loops],
                         len(coords))
     if axis is None or axis < 1:
@@ -126,8 +127,9 @@ class _Trends:
     """How index values move with each segment coordinate (the module docstring's index arithmetic). ABI values
     are fixed for a launch; another op's region argument (an induction variable, a carried value) is untracked."""
 
-    def __init__(self, defs: dict[str, Op], coords: list[str], fixed: set[str], constants: dict[str, int]):
-        self.defs, self.rank, self.constants = defs, len(coords), constants
+    def __init__(self, defs: dict[str, Op], coords: list[str], fixed: set[str], constants: dict[str, int],
+                 positive: frozenset[str]):
+        self.defs, self.rank, self.constants, self.positive = defs, len(coords), constants, positive
         self.memo: dict[str, Trend] = {c: {i: 1} for i, c in enumerate(coords)}
         self.memo.update({name: {} for name in fixed})
 
@@ -148,13 +150,22 @@ class _Trends:
         if op.name == "cast" and len(args) == 1:
             return args[0]
         if op.name in ("mul", "floordiv") and len(args) == 2:
-            c = self.constants.get(op.operands[1].name)
+            c = self._sign(op.operands[1].name)
             if op.name == "mul" and c is None:
-                c, args = self.constants.get(op.operands[0].name), args[::-1]
+                c, args = self._sign(op.operands[0].name), args[::-1]
             if c is not None and (c > 0 or op.name == "mul"):
-                return _scale(args[0], (c > 0) - (c < 0))
+                return _scale(args[0], c)
         moved = set().union(*args) if args else set()
         return _untracked(moved) if moved else {}
+
+    def _sign(self, name: str) -> int | None:
+        """The sign of a launch-fixed factor: a constant's, +1 for a physical parameter (tile sizes are >= 1)."""
+        if name in self.constants:
+            c = self.constants[name]
+            return (c > 0) - (c < 0)
+        op = self.defs.get(name)
+        expr = op.attrs.get("expr") if op is not None and op.name == "launch" else None
+        return 1 if isinstance(expr, Sym) and expr.name in self.positive else None
 
 def _merge(a: Trend, b: Trend) -> Trend:
     out: Trend = {}

@@ -14,7 +14,7 @@ import pytest
 from intent_eqsat.ir import VerificationError, interpret, parse_module, print_module, verify
 from intent_eqsat.ir.core import Segment, grouped_coordinates, segment_of_key
 from intent_eqsat.ir.launch import Sym, evaluate
-from intent_eqsat.ir.program_order import floor_power_of_two, growing_axis
+from intent_eqsat.ir.program_order import floor_power_of_two, growing_axis, order_by_work
 
 OWNER = Path(__file__).parent / "programs" / "ordered_owner.gir"
 
@@ -96,3 +96,49 @@ def test_growing_axis(bounds, axis) -> None:
 def test_group_sizes_are_floored_to_a_power_of_two() -> None:
     got = [evaluate(floor_power_of_two(Sym("x"), cap=64), {"x": x}) for x in (-3, 0, 1, 2, 3, 12, 50, 64, 65, 1000)]
     assert got == [1, 1, 1, 2, 2, 8, 32, 64, 64, 64]
+
+
+# ir.program_order on a hand-written program: the seed GEMM with its K loop stopped at a program coordinate's tile
+
+GEMM = Path(__file__).resolve().parents[3] / "examples" / "gir" / "gemm.gir"
+
+
+def _triangular(coordinate: str, atomic: bool = False):
+    """The seed GEMM whose K loop runs to ``min(K, (coordinate + 1) * tile)``: longer for larger ``coordinate``."""
+    tile = {"%pm": "%bm", "%pn": "%bn"}[coordinate]
+    text = GEMM.read_text().replace(
+        "        %acc = for(%c0, %K, %bk, %acc0)",
+        f"        %t0 = mul({coordinate}, {tile}) : index\n        %t1 = add(%t0, {tile}) : index\n"
+        "        %kend = min(%K, %t1) : index\n        %acc = for(%c0, %kend, %bk, %acc0)")
+    if atomic:
+        text = text.replace("      %C: view<f16, [M, N]> write\n", "      %C: view<f16, [M, N]> write\n"
+                            "      %CNT: view<i32, [1]> readwrite\n")
+        text = text.replace("        yield()\n      }\n      yield()", "        %one = const() {value = 1} : i32\n"
+                            "        %old = atomic_rmw(%CNT, %c0, %one) {domain = device, kind = add, order = relaxed}"
+                            " : i32\n        yield()\n      }\n      yield()")
+    module = parse_module(text, str(GEMM))
+    verify(module)
+    return module
+
+
+def test_a_loop_growing_with_the_column_coordinate_orders_columns_descending_in_groups_of_rows() -> None:
+    module = _triangular("%pn")
+    kernel = module.kernels[0]
+    ordered = order_by_work(kernel, l2_bytes=4 * 1024 * 1024, params=frozenset({"BM", "BN", "BK"}))
+    seg = ordered.space.segments[0]
+    assert (seg.order, seg.group_axis, seg.descending) == ("grouped", 1, True)
+    # one row of A tiles (BM x K halves) is its share of the streamed view: 1 MiB / (BM * K * 2 bytes) rows
+    assert evaluate(seg.group_size, {"M": 64 * 8, "K": 256, "BM": 64, "BN": 64, "BK": 32}) == 32
+    rng = np.random.default_rng(5)
+    args = {"A": rng.standard_normal((37, 50)).astype(np.float16),
+            "B": rng.standard_normal((50, 45)).astype(np.float16), "C": np.zeros((37, 45), np.float16)}
+    params = {"BM": 16, "BN": 16, "BK": 16}
+    want = interpret(module, "gemm", {k: v.copy() for k, v in args.items()}, params)["C"]
+    got = interpret(replace(module, kernels=[ordered]), "gemm", {k: v.copy() for k, v in args.items()}, params)["C"]
+    assert np.array_equal(got, want)
+
+
+def test_growth_along_the_first_axis_or_an_atomic_keeps_row_major() -> None:
+    for module in (_triangular("%pm"), _triangular("%pn", atomic=True)):
+        kernel = module.kernels[0]
+        assert order_by_work(kernel, l2_bytes=4 * 1024 * 1024, params=frozenset({"BM", "BN", "BK"})) is kernel
