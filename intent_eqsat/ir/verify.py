@@ -492,8 +492,9 @@ def check_coverage(ctx: _Ctx) -> Errors:
     (or, for a grid-stride space with ``launch``, under for/if but never inside another group); its region has
     one index argument per segment extent; its operand is the body's program coordinate, or, grid-stride, the
     induction variable of an enclosing ``for (pid, total, launch)`` loop. A grouped order has a group size and a
-    group axis with at least one row axis before it; a row-major one has neither. Every public view with access write/readwrite is written by an access
-    (a private view is a runtime-allocated workspace, reached through its workspace buffer).
+    group axis with at least one row axis before it; a row-major one has neither. Every public view with access
+    write/readwrite is written by an access (a private view is a runtime-allocated workspace, reached through its
+    workspace buffer).
     """
     for info in ctx.infos:
         k = info.kernel

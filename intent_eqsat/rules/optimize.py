@@ -40,9 +40,9 @@ from intent_eqsat.extract.decisions import Decision, materialization_decisions, 
 from intent_eqsat.extract.extractor import chosen_classes, eclass, extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module
 from intent_eqsat.ir.printer import format_kernel
+from intent_eqsat.ir.program_order import order_by_work
 from intent_eqsat.ir.range_skip import narrow_lane_ranges
 from intent_eqsat.ir.tail_split import split_tile_tails
-from intent_eqsat.ir.program_order import order_by_work
 from intent_eqsat.ir.unswitch import unswitch_single_trip_loops
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
