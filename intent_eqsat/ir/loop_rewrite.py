@@ -1,5 +1,5 @@
-"""Helpers the post-binding loop passes share (``ir.tail_split``, ``ir.range_skip``): fresh SSA names, the width of
-a ``range``, an inner-first walk that lets a pass replace an op by a list of ops, a renamed copy of a loop body and
+"""Helpers the post-binding loop passes share (``ir.tail_split``, ``ir.range_skip``, ``ir.unswitch``,
+``ir.program_order``): the op defining each value, fresh SSA names, the width of a ``range``, an inner-first walk that lets a pass replace an op by a list of ops, a renamed copy of a loop body and
 checks replaced by ``true``."""
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from typing import Callable
 from intent_eqsat.ir.core import Kernel, Op, Region, Value
 from intent_eqsat.ir.launch import Const
 from intent_eqsat.ir.types import FragmentType
+
+
+def defining_ops(kernel: Kernel) -> dict[str, Op]:
+    """SSA name -> the op whose result it is, over the whole kernel (names are unique in a kernel)."""
+    from intent_eqsat.ir.core import walk
+    return {v.name: op for op in walk(kernel.body) for v in op.results}
 
 
 class FreshNames:

@@ -41,6 +41,7 @@ from typing import Optional
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Op, Region, walk
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Select, Sym, product, simplify
+from intent_eqsat.ir.loop_rewrite import defining_ops
 from intent_eqsat.ir.single_trip import constant_ints
 from intent_eqsat.ir.spec import ATOMIC_ACCESSES, READ_ACCESSES
 from intent_eqsat.ir.types import ViewType
@@ -75,7 +76,7 @@ def order_by_work(kernel: Kernel, l2_bytes: int, params: frozenset[str] = frozen
     coords = [a.name for a in group.regions[0].args]
     loops = [op for op in walk(group.regions[0])
              if op.name == "for" and any(o.name == "contract" for o in walk(op.regions[0]))]
-    defs = {r.name: op for op in walk(kernel.body) for r in op.results}
+    defs = defining_ops(kernel)
     trends = _Trends(defs, coords, {a.name for a in kernel.abi}, constant_ints(kernel), params)
     axis = growing_axis([(trends.of(op.operands[0].name), trends.of(op.operands[1].name)) for op in loops],
                         len(coords))

@@ -39,7 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
-from intent_eqsat.ir.loop_rewrite import FreshNames, checks_true, clone_region, range_width, rewrite_ops
+from intent_eqsat.ir.loop_rewrite import FreshNames, checks_true, clone_region, defining_ops, range_width, \
+    rewrite_ops
 from intent_eqsat.ir.range_identity import value_dtype, yields_carry_when_false
 from intent_eqsat.ir.single_trip import constant_ints
 from intent_eqsat.ir.tail_split import fold_true_checks
@@ -188,7 +189,7 @@ def narrow_lane_ranges(kernel: Kernel, relaxed: bool) -> Kernel:
     (every check ``true``) and the rest, whose all-false end is removed where the body provably changes nothing
     there (see the module docstring)."""
     constants = constant_ints(kernel)
-    defs = {v.name: op for op in walk(kernel.body) for v in op.results}
+    defs = defining_ops(kernel)
     names = FreshNames(kernel)
     changed = []
 

@@ -37,7 +37,8 @@ from dataclasses import replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, simplify
-from intent_eqsat.ir.loop_rewrite import FreshNames, checks_true, clone_region, range_width, rewrite_ops
+from intent_eqsat.ir.loop_rewrite import FreshNames, checks_true, clone_region, defining_ops, range_width, \
+    rewrite_ops
 from intent_eqsat.ir.single_trip import constant_ints
 from intent_eqsat.ir.spec import ACCESS_OPS
 from intent_eqsat.ir.types import ScalarType
@@ -116,7 +117,7 @@ def split_tile_tails(kernel: Kernel) -> Kernel:
     """``kernel`` with every matrix-unit tile loop split into its full tiles and its tail, then constant-true checks
     folded (see the module docstring)."""
     constants = constant_ints(kernel)
-    defs = {v.name: op for op in walk(kernel.body) for v in op.results}
+    defs = defining_ops(kernel)
     names = FreshNames(kernel)
 
     def split(op: Op) -> list[Op] | None:
@@ -157,7 +158,7 @@ def split_tile_tails(kernel: Kernel) -> Kernel:
 def fold_true_checks(kernel: Kernel) -> Kernel:
     """Constant-true lane checks folded, and accesses whose validity is then true unvalidated (module docstring)."""
     constants = constant_ints(kernel)
-    defs = {v.name: op for op in walk(kernel.body) for v in op.results}
+    defs = defining_ops(kernel)
     true: set[str] = set()
     subst: dict[str, Value] = {}
 

@@ -39,7 +39,7 @@ from dataclasses import replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, simplify
-from intent_eqsat.ir.loop_rewrite import FreshNames, clone_region
+from intent_eqsat.ir.loop_rewrite import FreshNames, clone_region, defining_ops
 from intent_eqsat.ir.single_trip import constant_ints, inline_loops
 from intent_eqsat.ir.types import ScalarType
 
@@ -84,7 +84,7 @@ def unswitch_single_trip_loops(kernel: Kernel) -> Kernel:
     """``kernel`` with every tile loop that holds guarded loops split into a guarded copy without them and the
     original (see the module docstring)."""
     constants = constant_ints(kernel)
-    defs = {v.name: op for op in walk(kernel.body) for v in op.results}
+    defs = defining_ops(kernel)
     names = FreshNames(kernel)
 
     def copy(outer: Op) -> tuple[list[Op], list[Value]]:
