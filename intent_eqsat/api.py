@@ -40,6 +40,9 @@ class CompiledKernel:
     constructed: "ir.Module | None" = None
     optimizer_available: bool = False
     optimizer_status: str = "unavailable"     # "ran" | "unavailable" | "skipped"
+    #: kernel name -> its KIR specializations (SPEC IR-2, ``compile(specialize=...)``), each with its own program;
+    #: the kernel's source holds them and its ``launch()`` dispatches on the symbol values
+    specializations: dict = field(default_factory=dict)
     _optimizer_result: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------------------------------------ views
@@ -216,7 +219,8 @@ def _select_kernel(module: kir.KirModule, kernel: str | None) -> str:
 def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90", provider: str = "triton",
             options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
             kernel: str | None = None, filename: str | None = None, optimize: bool = True,
-            sizes: Mapping[str, int] | None = None, calibration: Any = None) -> CompiledKernel:
+            sizes: Mapping[str, int] | None = None, calibration: Any = None,
+            specialize: "Mapping[str, Any] | str | None" = None) -> CompiledKernel:
     """Compile ``.kir`` text, a ``.kir`` path or a KIR module for ``target`` with ``provider``.
 
     Stages: load, KIR verify, construct, optimize (the e-graph optimizer when available; ``optimize=False``
@@ -224,10 +228,14 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     "K": 4096}``) tells the cost model the problem to be fastest for: block sizes are chosen for it (the program
     stays correct for every size). ``calibration`` (tuning file path(s) written by ``bench/tile_sweep.py``, or a
     :class:`~intent_eqsat.extract.calibration.Calibration`): measured times of this program structure at these
-    sizes re-rank the block sizes and bind the measured launch resources. Errors are the layers' own typed errors (all
+    sizes re-rank the block sizes and bind the measured launch resources. ``specialize`` (e.g. ``{"D": (64, 128)}``):
+    size symbols expected to take a few values get one more physical kernel per value (SPEC IR-2: the symbol is a
+    literal extent there, compiled and tuned on its own); the launcher runs it when the shapes give that value and
+    the general kernel otherwise (Triton). Errors are the layers' own typed errors (all
     :class:`~intent_eqsat.errors.IntentError`), carrying ``.stage`` and ``.kir_location``."""
     res = pipeline.run(source, target=target, provider=provider, options=options, rulebooks=rulebooks,
-                       filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration)
+                       filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration,
+                       specialize=specialize)
     opt = res.optimized
     report = dict(opt.report)
     if "phases" in report:
@@ -239,7 +247,8 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
                           provider=provider, target=res.target, options=res.options, cost=opt.cost,
                           candidates=list(opt.candidates), remarks=list(opt.remarks), report=report, kir=res.kir,
                           constructed=res.constructed, optimizer_available=opt.available,
-                          optimizer_status=opt.status, _optimizer_result=opt.raw)
+                          optimizer_status=opt.status, specializations=dict(res.specializations),
+                          _optimizer_result=opt.raw)
 
 
 def optimize(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90",

@@ -120,7 +120,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
                          optimize=not args.no_optimize, sizes=_sizes(args.sizes),
-                         calibration=_calibration(args))
+                         calibration=_calibration(args), specialize=";".join(args.specialize or ()) or None)
     except Exception as err:
         if _is_usage(err):
             raise
@@ -138,6 +138,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(out / f"{name}.{ck.provider}.py")
     _write(out / f"{stem}.{ck.provider}.gir", ir.print_module(ck.program))
     print(out / f"{stem}.{ck.provider}.gir")
+    for specs in ck.specializations.values():
+        for spec in specs:          # each KIR specialization's own program, for audit
+            path = out / f"{spec.kernel}.{ck.provider}.gir"
+            _write(path, ir.print_module(spec.module))
+            print(path)
     return EXIT_OK
 
 
@@ -418,6 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                               "optimizer)")
     p.add_argument("--out", metavar="DIR", help="write <kernel>.<provider>.py and <stem>.<provider>.gir here "
                                                 "(default: print the source to stdout)")
+    p.add_argument("--specialize", action="append", metavar="SYM=V[,V]",
+                   help="one more physical kernel per value of a size symbol (SPEC IR-2), run by the launcher when "
+                        "the shapes give that value, e.g. D=64,128 (repeatable; Triton)")
     p.set_defaults(func=cmd_compile)
 
     for name, what in (("construct", "print the constructed GPU IR program"),

@@ -38,7 +38,7 @@ from intent_eqsat import ir, kir
 from intent_eqsat.errors import IntentError, SourceLocation
 from intent_eqsat.ir.core import NUMERICS, CompileOptions
 
-STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "serialize")
+STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "specialize", "serialize")
 PROVIDERS = ("triton", "cutile")
 NO_OPTIMIZER_REMARK = "optimizer not available: constructed program used"
 NO_OPTIMIZER_MESSAGE = "the optimizer (issue 4) is not available yet"
@@ -114,6 +114,40 @@ def check_provider(provider: str) -> str:
     if provider not in PROVIDERS:
         raise UsageError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
     return provider
+
+
+def make_specialize(specialize: "Mapping[str, Any] | str | None") -> dict[str, tuple[int, ...]]:
+    """Size-symbol value specializations requested (SPEC IR-2): ``{"D": (64, 128)}``, ``{"D": 64}`` or the CLI
+    text ``"D=64,128;H=8"`` -> symbol -> values. Raises :class:`UsageError` for malformed requests."""
+    if not specialize:
+        return {}
+    if isinstance(specialize, str):
+        pairs: dict[str, Any] = {}
+        for part in specialize.replace(" ", "").split(";"):
+            if not part:
+                continue
+            sym, eq, vals = part.partition("=")
+            if not eq or not sym or not vals:
+                raise UsageError(f"specialize: expected SYMBOL=VALUE[,VALUE...], got {part!r}")
+            pairs[sym] = vals.split(",")
+        specialize = pairs
+    if not isinstance(specialize, Mapping):
+        raise UsageError(f"specialize must map shape symbols to values, got {type(specialize).__name__}")
+    out: dict[str, tuple[int, ...]] = {}
+    for sym, vals in specialize.items():
+        items = vals if isinstance(vals, (list, tuple, set, frozenset)) else (vals,)
+        values: list[int] = []
+        for v in sorted(items, key=str) if isinstance(items, (set, frozenset)) else items:
+            n = (v if isinstance(v, int) and not isinstance(v, bool)
+                 else int(v) if isinstance(v, str) and v.strip().isdigit() else None)
+            if n is None or n < 1:
+                raise UsageError(f"specialize {sym}: expected integer values >= 1, got {v!r}")
+            if n not in values:
+                values.append(n)
+        if not values:
+            raise UsageError(f"specialize {sym}: no values")
+        out[str(sym)] = tuple(values)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------- stages
@@ -268,10 +302,67 @@ def serializer(provider: str) -> Callable[..., str]:
     return fn
 
 
-def serialize(program: ir.Module, *, provider: str, target: str, params: dict | None = None) -> dict[str, str]:
-    """Kernel name -> generated source, for every kernel of ``program`` in module order."""
+def serialize(program: ir.Module, *, provider: str, target: str, params: dict | None = None,
+              specializations: "Mapping[str, list[ir.Specialization]] | None" = None) -> dict[str, str]:
+    """Kernel name -> generated source, for every kernel of ``program`` in module order. A kernel with
+    ``specializations`` gets one source holding the general kernel, each specialized kernel and a launcher that
+    dispatches on the symbols' values (a provider whose serializer takes no ``specializations`` raises
+    :class:`ProviderUnavailable`; :func:`run` asks first)."""
     fn = serializer(provider)
-    return {k.name: fn(program, k.name, target, params) for k in program.kernels}
+    out: dict[str, str] = {}
+    for k in program.kernels:
+        specs = (specializations or {}).get(k.name)
+        if specs:
+            if not prints_specializations(provider):
+                raise ProviderUnavailable(f"provider {provider!r} does not print KIR specializations")
+            out[k.name] = fn(program, k.name, target, params, specializations=specs)
+        else:
+            out[k.name] = fn(program, k.name, target, params)
+    return out
+
+
+def prints_specializations(provider: str) -> bool:
+    """Whether the provider's serializer prints specialized kernels with a dispatching launcher."""
+    return bool(getattr(importlib.import_module(f"intent_eqsat.providers.{provider}"), "PRINTS_SPECIALIZATIONS",
+                        False))
+
+
+def specialize_kernels(module: kir.KirModule, request: Mapping[str, tuple[int, ...]], *, target: str,
+                       options: CompileOptions, rulebooks: Any = None, optimize_program: bool = True,
+                       sizes: Mapping[str, int] | None = None, calibration: Any = None,
+                       filename: str | None = None) -> dict[str, list[ir.Specialization]]:
+    """Each kernel's KIR specializations (SPEC IR-2), compiled on their own: KIR with the symbols fixed
+    (``kir.specialize``), verified, constructed, optimized for ``sizes`` and verified again. Kernels without the
+    requested symbols get none; a request no kernel can take is a :class:`UsageError`."""
+    from intent_eqsat.kir import specialize as ks
+
+    out: dict[str, list[ir.Specialization]] = {}
+    for kernel in module.kernels:
+        for values in ks.combinations(kernel, request):
+            spec_kir = ks.specialize(module, kernel.name, values)
+            try:
+                verify_kir(spec_kir)
+                constructed = construct(spec_kir, target=target, options=options)
+                if optimize_program:
+                    opt = optimize(constructed, target=target, options=options, rulebooks=rulebooks, sizes=sizes,
+                                   calibration=calibration)
+                else:
+                    opt = Optimized(program=constructed, status="skipped")
+                verify_gir(opt.program)
+            except Exception as err:
+                annotate(err, "specialize", spec_kir, filename)
+                note = f"in the specialization {ks.specialization_label(values)} of kernel {kernel.name}"
+                if hasattr(err, "add_note"):
+                    err.add_note(note)
+                raise
+            out.setdefault(kernel.name, []).append(ir.Specialization(
+                values=tuple(values.items()), module=opt.program, kernel=spec_kir.kernels[0].name,
+                params=opt.params))
+    if request and not out:
+        have = sorted({s for k in module.kernels for s in ks.shape_symbols(k)})
+        raise UsageError(f"specialize: no kernel has the shape symbol(s) {', '.join(request)} "
+                         f"(shape symbols here: {', '.join(have) or 'none'})")
+    return out
 
 
 # --------------------------------------------------------------------------------------------------- run
@@ -288,22 +379,30 @@ class PipelineResult:
     provider: str | None
     options: CompileOptions
     rulebooks: Any = None
+    specializations: dict[str, list[ir.Specialization]] = field(default_factory=dict)
 
 
 def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90", provider: str | None = "triton",
         options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
         filename: str | None = None, stop_after: str | None = None, optimize_program: bool = True,
         sizes: Mapping[str, int] | None = None, calibration: Any = None,
-        on_stage: Callable[[str], None] | None = None) -> PipelineResult:
+        on_stage: Callable[[str], None] | None = None,
+        specialize: "Mapping[str, Any] | str | None" = None) -> PipelineResult:
     """Run the stages in order (``provider=None`` or ``stop_after="verify_gir"`` skips serialization;
     ``optimize_program=False`` skips the optimize stage: the constructed program goes on, with a remark).
+    ``specialize`` (symbol -> values, :func:`make_specialize`) adds the ``specialize`` stage after ``verify_gir``:
+    one more physical kernel per value assignment (:func:`specialize_kernels`), printed beside the general one.
 
     Timings (seconds, per stage) are in ``result.timings``; ``on_stage(name)`` is called as each stage starts. A
     failing stage's error is re-raised after :func:`annotate`; its ``stage`` attribute names the stage."""
     target = check_target(target)
     opts = make_options(options)
+    request = make_specialize(specialize)
     if provider is not None:
         check_provider(provider)
+        if request and not prints_specializations(provider):
+            raise UsageError(f"specialize: the {provider} provider does not print KIR specializations yet "
+                             f"(compile without specialize: the general kernel serves every size)")
     timings: dict[str, float] = {}
     state: dict[str, Any] = {"module": None}
 
@@ -331,13 +430,18 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
         optimized = Optimized(program=constructed, remarks=[SKIPPED_REMARK], status="skipped")
     program = optimized.program
     stage("verify_gir", lambda: verify_gir(program))
+    specs: dict[str, list[ir.Specialization]] = {}
+    if request and stop_after not in ("optimize", "verify_gir"):
+        specs = stage("specialize", lambda: specialize_kernels(
+            module, request, target=target, options=opts, rulebooks=rulebooks, optimize_program=optimize_program,
+            sizes=sizes, calibration=calibration, filename=filename))
     sources: dict[str, str] = {}
     if provider is not None and stop_after not in ("optimize", "verify_gir"):
         sources = stage("serialize", lambda: serialize(program, provider=provider, target=target,
-                                                       params=optimized.params))
+                                                       params=optimized.params, specializations=specs))
     return PipelineResult(kir=module, constructed=constructed, optimized=optimized, program=program,
                           sources=sources, timings=timings, target=target, provider=provider, options=opts,
-                          rulebooks=rulebooks)
+                          rulebooks=rulebooks, specializations=specs)
 
 
 # ------------------------------------------------------------------------------------------------ errors

@@ -265,6 +265,24 @@ class Module:
         return out
 
 
+@dataclass(frozen=True, eq=False)
+class Specialization:
+    """The physical kernel of one KIR specialization (SPEC IR-2) of a general kernel: the general kernel with the
+    size symbols of ``values`` fixed (``kir.specialize``), compiled on its own. ``module`` is its verified program,
+    ``kernel`` its name there and ``params`` its bound physical parameters (each specialization is tuned for
+    itself, so its parameters are its own). A provider prints it beside the general kernel and its launcher picks
+    it when the launch's shapes give every symbol of ``values`` its value."""
+
+    values: tuple[tuple[str, int], ...]
+    module: "Module"
+    kernel: str
+    params: dict | None = None
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{s}={v}" for s, v in self.values)
+
+
 def walk(region: Region) -> Iterator[Op]:
     """All ops of a region and its nested regions, in pre-order (the order ``#n`` locations count)."""
     for op in region.ops:

@@ -5,4 +5,7 @@ from intent_eqsat.providers.triton.legalize import KernelPlan, legalize
 from intent_eqsat.providers.triton.serializer import serialize
 from intent_eqsat.providers.triton.spellings import SPELLINGS
 
-__all__ = ["serialize", "legalize", "KernelPlan", "SPELLINGS"]
+#: the serializer prints KIR specializations (SPEC IR-2) beside the general kernel, dispatched by ``launch()``
+PRINTS_SPECIALIZATIONS = True
+
+__all__ = ["serialize", "legalize", "KernelPlan", "SPELLINGS", "PRINTS_SPECIALIZATIONS"]

@@ -30,7 +30,7 @@ import ml_dtypes
 import numpy as np
 
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import AbiArg, Op, Region, Value
+from intent_eqsat.ir.core import AbiArg, Op, Region, Specialization, Value
 from intent_eqsat.ir.index_bounds import INDEX32_LIMIT
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     format_launch_expr)
@@ -67,27 +67,40 @@ _APPROX = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2
 
 def serialize(module, kernel_name: str, target: "Target | str", params: dict[str, int] | None = None, *,
               num_warps: int | None = None, num_stages: int | None = None, verify: bool = True,
-              **legalize_options: Any) -> str:
+              specializations: "Sequence[Specialization]" = (), **legalize_options: Any) -> str:
     """Triton source for one kernel of a module with physical parameters bound (``params`` overrides the declared
     defaults; ``num_warps`` / ``num_stages`` override the program's bound resources, see :func:`legalize`).
 
     ``verify`` first runs the shared GPU verifier (SPEC PASS-5) on the module; a program it rejects is a
     :class:`SharedLegalityUnsupported` (chained to the VerificationError). Then the Triton provider verifier runs
     (:func:`legalize`). Either raises one of the four Unsupported kinds before anything is printed.
+
+    ``specializations`` (SPEC IR-2, ``kir.specialize``): physical kernels of KIR specializations of this kernel,
+    each verified and legalized the same way with its own parameters and printed in the same module with its own
+    launcher (``_launch_<values>``); ``launch()`` calls the one whose symbol values the launch's shapes give, when
+    the caller chose no parameters or launch resources, and the general kernel otherwise.
     """
     target = get_target(target)
-    if verify:
-        from intent_eqsat.ir import VerificationError
-        from intent_eqsat.ir import verify as shared_verify
-        try:
-            shared_verify(module)
-        except VerificationError as e:
-            raise SharedLegalityUnsupported(f"the shared GPU verifier rejects the module: {e.message}",
-                                            e.location) from e
-    plan = legalize(module, kernel_name, target, params, num_warps=num_warps, num_stages=num_stages,
-                    **legalize_options)
-    configs = _configs(module, kernel_name, target, plan, plan.num_warps, plan.num_stages, legalize_options)
-    return _Printer(plan, configs).module_source()
+    printers = []
+    for i, (mod, name, prm, spec) in enumerate([(module, kernel_name, params, None)]
+                                               + [(s.module, s.kernel, s.params, s) for s in specializations]):
+        if verify:
+            _shared_verify(mod)
+        plan = legalize(mod, name, target, prm, num_warps=num_warps if i == 0 else None,
+                        num_stages=num_stages if i == 0 else None, **legalize_options)
+        configs = _configs(mod, name, target, plan, plan.num_warps, plan.num_stages, legalize_options)
+        printers.append(_Printer(plan, configs, spec))
+    return printers[0].module_source(printers[1:])
+
+
+def _shared_verify(module) -> None:
+    from intent_eqsat.ir import VerificationError
+    from intent_eqsat.ir import verify as shared_verify
+    try:
+        shared_verify(module)
+    except VerificationError as e:
+        raise SharedLegalityUnsupported(f"the shared GPU verifier rejects the module: {e.message}",
+                                        e.location) from e
 
 
 def _configs(module, kernel_name: str, target: Target, plan: KernelPlan, num_warps: int, num_stages: int,
@@ -330,10 +343,16 @@ _HELPER_ORDER = list(_HELPERS)
 # --------------------------------------------------------------------------------------------------- printer
 
 class _Printer:
-    def __init__(self, plan: KernelPlan, configs: list[dict[str, int]]):
+    def __init__(self, plan: KernelPlan, configs: list[dict[str, int]], spec: "Specialization | None" = None):
         self.p = plan
         self.k = plan.kernel
         self.configs = configs
+        # a specialized kernel's module-level names carry its values (``_D64_PARAMS``, ``_launch_D64``) so that it
+        # sits in the general kernel's module; the general kernel's names are the module's public ones
+        self.spec = spec
+        tag = "_".join(f"{_ident(s).strip('_')}{v}" for s, v in spec.values) if spec is not None else ""
+        self.ns = f"_{tag}_" if spec is not None else ""
+        self.launch_name = f"_launch_{tag}" if spec is not None else "launch"
         self.helpers: set[str] = set()
         self.generated: list[str] = []           # generated combine functions, in creation order
         self.names: dict[str, str] = {}          # IR value name -> Python variable
@@ -532,21 +551,20 @@ class _Printer:
         raise AssertionError(f"unprintable LaunchExpr {format_launch_expr(e)} (legalize admits no such form)")
 
     # -- module ----------------------------------------------------------------------------------------------
-    def module_source(self) -> str:
+    def module_source(self, specialized: "Sequence[_Printer]" = ()) -> str:
+        """The module: header, helpers, every kernel (this one, then its specializations), their metadata and
+        launchers; this kernel's ``launch()`` last."""
         k, p = self.k, self.p
-        self.emit(f"{self.var(k.pid)} = tl.program_id(0).to({self.ix})")
-        for a in k.abi:
-            if not a.is_view:
-                self.emit(f"{self.names[a.name]} = tl.cast({self.arg_ident['abi:' + a.name]}, "
-                          f"{self.TL[a.value.type.dtype]})")
-        self.region_ops(k.body)
-        body = self.lines
         out: list[str] = []
         bound = ", ".join(f"{n}={v}" for n, v in p.params.items()) or "none"
         out.append(f"# Generated by intent_eqsat (Triton provider) from GPU IR kernel @{k.name} (KIR origin "
                    f"{k.origin}) for target {p.target.name}.")
         out.append(f"# Physical parameters bound: {bound}. Line comments name the KIR statement of each op. "
                    f"Do not edit: regenerate from the GPU IR.")
+        for sp in specialized:
+            sbound = ", ".join(f"{n}={v}" for n, v in sp.p.params.items()) or "none"
+            out.append(f"# KIR specialization {sp.spec.label} (SPEC IR-2): GPU IR kernel @{sp.k.name} (KIR origin "
+                       f"{sp.k.origin}), parameters bound: {sbound}; launch() picks it for those values.")
         out.append("import triton")
         out.append("import triton.language as tl")
         out.append("from triton.language.extra import libdevice")
@@ -558,11 +576,47 @@ class _Printer:
         out.append("")
         out.append("")
         out.extend(LAUNCH_ERROR_SOURCE)
+        kernels = [self.kernel_source()] + [sp.kernel_source() for sp in specialized]
+        helpers = set(self.helpers).union(*(sp.helpers for sp in specialized))
         for h in _HELPER_ORDER:
-            if h in self.helpers:
+            if h in helpers:
                 out.append("")
                 out.append("")
                 out.append(_HELPERS[h].rstrip("\n"))
+        for ks in kernels:
+            out.extend(ks)
+        for pr in (self, *specialized):
+            out.append("")
+            out.append("")
+            out.extend(pr.metadata())
+        for sp in specialized:
+            out.append("")
+            out.append("")
+            out.extend(sp.launcher())
+        out.append("")
+        out.append("")
+        out.extend(self.launcher(specialized))
+        out.append("")
+        out.append("")
+        out.append("def _ftz_off():")
+        out.append('    """libdevice flush-to-zero off (FTZ is an op attribute, never kernel-wide); CUDA only."""')
+        out.append("    if triton.knobs.runtime.interpret:")
+        out.append("        return {}")
+        out.append("    if triton.runtime.driver.active.get_current_target().backend == 'cuda':")
+        out.append("        return {'enable_reflect_ftz': False}")
+        out.append("    return {}")
+        return "\n".join(out) + "\n"
+
+    def kernel_source(self) -> list[str]:
+        """The kernel's generated combine functions and its ``@triton.jit`` function (prints the body)."""
+        k = self.k
+        self.emit(f"{self.var(k.pid)} = tl.program_id(0).to({self.ix})")
+        for a in k.abi:
+            if not a.is_view:
+                self.emit(f"{self.names[a.name]} = tl.cast({self.arg_ident['abi:' + a.name]}, "
+                          f"{self.TL[a.value.type.dtype]})")
+        self.region_ops(k.body)
+        out: list[str] = []
         for g in self.generated:
             out.append("")
             out.append("")
@@ -576,54 +630,64 @@ class _Printer:
         if self.index_arg:
             sig.append(f"{self.index_arg}: tl.constexpr")
         out.extend(_wrap_def(f"def {self.fn_name}(", sig, "):"))
-        out.extend(body)
-        out.append("")
-        out.append("")
-        out.extend(self.metadata())
-        out.append("")
-        out.append("")
-        out.extend(self.launcher())
-        return "\n".join(out) + "\n"
+        out.extend(self.lines)
+        return out
 
     def metadata(self) -> list[str]:
-        p = self.p
-        lines = [f"KERNEL = {self.fn_name}", f"KERNEL_NAME = {self.k.name!r}", f"TARGET = {p.target.name!r}"]
-        lines.append("PARAMS = " + _dict_src({self.arg_ident['param:' + n]: v for n, v in p.params.items()}))
-        lines.append("PARAM_CANDIDATES = " + _dict_src(
+        p, ns = self.p, self.ns
+        lines = [f"{ns}KERNEL = {self.fn_name}", f"{ns}KERNEL_NAME = {self.k.name!r}",
+                 f"{ns}TARGET = {p.target.name!r}"]
+        lines.append(f"{ns}PARAMS = " + _dict_src({self.arg_ident['param:' + n]: v for n, v in p.params.items()}))
+        lines.append(f"{ns}PARAM_CANDIDATES = " + _dict_src(
             {self.arg_ident['param:' + prm.name]: tuple(prm.candidates) for prm in p.module.params}))
-        lines.append("CONFIGS = [")
+        lines.append(f"{ns}CONFIGS = [")
         for c in self.configs:
             lines.append("    " + _dict_src({self.arg_ident['param:' + n]: v for n, v in c.items()}) + ",")
         lines.append("]")
-        lines.append(f"LAUNCH_OPTIONS = {{'num_warps': {p.num_warps}, 'num_stages': {p.num_stages}, "
+        lines.append(f"{ns}LAUNCH_OPTIONS = {{'num_warps': {p.num_warps}, 'num_stages': {p.num_stages}, "
                      f"'enable_fp_fusion': True}}")
         sig = {i: t for i, t in self.kernel_args}
         if self.index_arg:
             sig[self.index_arg] = "constexpr"
-        lines.append("SIGNATURE = " + _dict_src(sig))
-        lines.append(f"INDEX_CONSTEXPR = {self.index_arg!r}  # the index dtype constexpr (None: int64 only)")
-        lines.append(f"MAX_GRID = {p.target.max_grid[0]}")
+        lines.append(f"{ns}SIGNATURE = " + _dict_src(sig))
+        lines.append(f"{ns}INDEX_CONSTEXPR = {self.index_arg!r}  # the index dtype constexpr (None: int64 only)")
+        lines.append(f"{ns}MAX_GRID = {p.target.max_grid[0]}")
+        if self.spec is not None:
+            lines.append(f"{ns}VALUES = " + _dict_src(dict(self.spec.values)) + "  # the KIR specialization")
         return lines
 
     # -- launcher --------------------------------------------------------------------------------------------
-    def launcher(self) -> list[str]:
-        k, p = self.k, self.p
-        public = [a for a in k.abi if not a.private or (not a.is_view and a.producer is None)]
+    def _public(self) -> list[AbiArg]:
+        return [a for a in self.k.abi if not a.private or (not a.is_view and a.producer is None)]
+
+    def launcher(self, specialized: "Sequence[_Printer]" = ()) -> list[str]:
+        k, p, ns = self.k, self.p, self.ns
+        public = self._public()
         params_in = [self.arg_ident["abi:" + a.name] for a in public]
         L: list[str] = []
-        L.extend(_wrap_def("def launch(", params_in + ["*", "params=None", f"num_warps={p.num_warps}",
-                                                       f"num_stages={p.num_stages}"], "):"))
-        L.append(f'    """Launch @{k.name}: views are torch tensors, scalars Python numbers; shapes and strides are '
-                 f'read')
-        L.append('    from the tensors, the grid is the program space evaluated on them, constexpr parameters are '
-                 'PARAMS')
-        L.append('    (or one of CONFIGS via ``params``)."""')
+        if specialized:     # None: the caller chose nothing, so a specialization may take the launch
+            control = ["*", "params=None", "num_warps=None", "num_stages=None"]
+        else:
+            control = ["*", "params=None", f"num_warps={p.num_warps}", f"num_stages={p.num_stages}"]
+        L.extend(_wrap_def(f"def {self.launch_name}(", params_in + control, "):"))
+        if self.spec is not None:
+            L.append(f'    """Launch @{k.name}, the KIR specialization {self.spec.label}, as launch() does."""')
+        else:
+            L.append(f'    """Launch @{k.name}: views are torch tensors, scalars Python numbers; shapes and strides '
+                     f'are read')
+            L.append('    from the tensors, the grid is the program space evaluated on them, constexpr parameters '
+                     'are PARAMS')
+            L.append('    (or one of CONFIGS via ``params``)."""' if not specialized else
+                     '    (or one of CONFIGS via ``params``). With no params, num_warps or num_stages given, the '
+                     'launch goes to')
+            if specialized:
+                L.append('    the KIR specialization whose values the shapes give (SPEC IR-2), if there is one."""')
         L.append("    import torch")
-        L.append("    _P = dict(PARAMS)")
+        L.append(f"    _P = dict({ns}PARAMS)")
         L.append("    if params:")
         L.append("        _P.update(params)")
-        L.append("        if _P not in CONFIGS:")
-        L.append("            raise ValueError(f'parameters {_P} are not in the verified candidate set CONFIGS')")
+        L.append(f"        if _P not in {ns}CONFIGS:")
+        L.append(f"            raise ValueError(f'parameters {{_P}} are not in the verified candidate set {ns}CONFIGS')")
         for prm in p.module.params:
             i = self.arg_ident["param:" + prm.name]
             L.append(f"    {i} = _P[{i!r}]")
@@ -665,6 +729,8 @@ class _Printer:
                      f"known factors of its extent {format_launch_expr(self.abi[view].value.type.shape[axis])}')")
             L.append(f"    {self.arg_ident['sym:' + sym]} = {i}.shape[{axis}] // ({known})")
         L.extend(checks)
+        if specialized:
+            L.extend(self._dispatch(specialized))
         devs = [self.arg_ident["abi:" + a.name] for a in k.abi if a.is_view and not a.private]
         for a in k.abi:
             if not a.private:
@@ -685,8 +751,8 @@ class _Printer:
             elif a.producer is not None:
                 L.append(f"    {i} = {self.launcher_le(a.producer)}  # compiler-private scalar")
         L.append(f"    _grid = {self.launcher_le(k.space.grid)}")
-        L.append("    if _grid > MAX_GRID:")
-        L.append(f"        raise HardwareCapabilityUnsupported(f'{{_grid}} programs exceed the grid limit {{MAX_GRID}} "
+        L.append(f"    if _grid > {ns}MAX_GRID:")
+        L.append(f"        raise HardwareCapabilityUnsupported(f'{{_grid}} programs exceed the grid limit {{{ns}MAX_GRID}} "
                  f"of {p.target.name}', 'kernel {k.name}')")
         L.append("    if _grid <= 0:")
         L.append("        return")
@@ -704,15 +770,24 @@ class _Printer:
             call_args.append(f"{self.index_arg}=_idx")
         call_args += ["num_warps=num_warps", "num_stages=num_stages", "enable_fp_fusion=True", "**_ftz_off()"]
         L.extend(_wrap_def(f"    {self.fn_name}[(_grid,)](", call_args, ")"))
-        L.append("")
-        L.append("")
-        L.append("def _ftz_off():")
-        L.append('    """libdevice flush-to-zero off (FTZ is an op attribute, never kernel-wide); CUDA only."""')
-        L.append("    if triton.knobs.runtime.interpret:")
-        L.append("        return {}")
-        L.append("    if triton.runtime.driver.active.get_current_target().backend == 'cuda':")
-        L.append("        return {'enable_reflect_ftz': False}")
-        L.append("    return {}")
+        return L
+
+    def _dispatch(self, specialized: "Sequence[_Printer]") -> list[str]:
+        """The general launcher's hand-off to a specialization: after the general checks bound the symbols."""
+        mine = {a.name: self.arg_ident["abi:" + a.name] for a in self._public()}
+        L = ["    # KIR specializations (SPEC IR-2): the physical kernel built for these symbol values"]
+        L.append("    if params is None and num_warps is None and num_stages is None:")
+        for sp in specialized:
+            theirs = [a.name for a in sp._public()]
+            if sorted(theirs) != sorted(mine):
+                raise AssertionError(f"specialization {sp.spec.label} of {self.k.name} has the public ABI "
+                                     f"{theirs}, the general kernel {sorted(mine)}")
+            cond = " and ".join(f"{self.arg_ident['sym:' + sym]} == {val}" for sym, val in sp.spec.values)
+            L.append(f"        if {cond}:")
+            L.extend(_wrap_def(f"            return {sp.launch_name}(",
+                               [f"{sp.arg_ident['abi:' + n]}={mine[n]}" for n in theirs], ")"))
+        L.append("    num_warps = LAUNCH_OPTIONS['num_warps'] if num_warps is None else num_warps")
+        L.append("    num_stages = LAUNCH_OPTIONS['num_stages'] if num_stages is None else num_stages")
         return L
 
     # -- regions and ops -------------------------------------------------------------------------------------
@@ -1215,7 +1290,7 @@ class _Printer:
 
     def combine_fn(self, region: Region, n: int) -> str:
         """A module-level @triton.jit combine function printed from a combiner region."""
-        name = f"_combine_{next(self.ncombine)}"
+        name = f"_{self.ns.strip('_') + '_' if self.ns else ''}combine_{next(self.ncombine)}"
         saved_lines, saved_ind = self.lines, self.ind
         self.lines, self.ind = [], 1
         outs = self.region_ops(region)

@@ -1,0 +1,78 @@
+"""KIR specializations through the Triton provider (SPEC IR-2, ``compile(specialize=...)``): one module holds the
+general kernel and one physical kernel per requested value; ``launch()`` runs the specialized kernel when the
+shapes give the symbol that value (and the caller chose no parameters or launch resources) and the general kernel
+otherwise. Both paths match the KIR float64 reference under ``TRITON_INTERPRET=1``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from intent_eqsat import api, pipeline
+from intent_eqsat.kir.evaluate import evaluate
+from intent_eqsat.kir.inputs import random_inputs
+from intent_eqsat.providers.loader import load_source
+
+from tests.interp.helpers import ROOT, assert_matches, copy_args
+
+GEMM = ROOT / "examples" / "corpus" / "gemm.kir"
+
+
+def _spy(mod, name: str) -> list[tuple]:
+    """Wrap ``mod.<name>`` so that its calls are recorded (the launcher looks it up as a module global)."""
+    calls: list[tuple] = []
+    inner = getattr(mod, name)
+
+    def wrapper(*a, **kw):
+        calls.append((a, kw))
+        return inner(*a, **kw)
+
+    setattr(mod, name, wrapper)
+    return calls
+
+
+@pytest.mark.usefixtures("interpret_mode")
+def test_launch_dispatches_to_the_specialized_kernel_and_both_match_the_reference(gen_dir) -> None:
+    import torch
+
+    ck = api.compile(GEMM, specialize={"K": (32,)}, sizes={"M": 64, "N": 64, "K": 32})
+    specs = ck.specializations["gemm"]
+    assert [(s.values, s.kernel) for s in specs] == [((("K", 32),), "gemm__K32")]
+    spec_kernel = specs[0].module.kernel("gemm__K32")
+    assert [str(e) for e in spec_kernel.abi[0].value.type.shape] == ["M", "32"]     # K is a literal there
+    src = ck.source
+    assert "def gemm(" in src and "def gemm__K32(" in src and "def _launch_K32(" in src
+    mod = load_source(src, gen_dir, "gemm")
+    calls = _spy(mod, "_launch_K32")
+    module = pipeline.load(str(GEMM))
+    for k, expect_special in ((32, True), (37, False), (32, False)):
+        args = random_inputs(module, "gemm", k, sizes={"M": 19, "N": 23, "K": k})
+        t = {n: torch.from_numpy(a.copy()) for n, a in copy_args(args).items()}
+        before = len(calls)
+        if expect_special:
+            mod.launch(**t)
+        else:       # another value, or launch resources chosen: the general kernel
+            mod.launch(**t, **({} if k != 32 else {"num_warps": 4}))
+        assert len(calls) - before == (1 if expect_special else 0), (k, expect_special)
+        want = evaluate(module, "gemm", {n: v for n, v in copy_args(args).items() if n != "C"})["C"]
+        assert_matches(t["C"].numpy(), np.asarray(want), f"gemm K={k} (specialized: {expect_special})")
+
+
+def test_a_module_without_specializations_prints_as_before() -> None:
+    plain = api.compile(GEMM, optimize=False)
+    assert plain.specializations == {}
+    src = plain.source
+    assert "num_warps=None" not in src and "_launch_" not in src and "KIR specialization" not in src
+
+
+def test_bad_requests_are_usage_errors() -> None:
+    with pytest.raises(pipeline.UsageError, match=r"no kernel has the shape symbol\(s\) D \(shape symbols here: "
+                                                 r"K, M, N\)"):
+        api.compile(GEMM, specialize={"D": 64}, optimize=False)
+    with pytest.raises(pipeline.UsageError, match=r"specialize K: expected integer values >= 1, got '0'"):
+        api.compile(GEMM, specialize="K=0", optimize=False)
+    with pytest.raises(pipeline.UsageError, match=r"expected SYMBOL=VALUE"):
+        api.compile(GEMM, specialize="K", optimize=False)
+    with pytest.raises(pipeline.UsageError, match=r"cutile provider does not print KIR specializations"):
+        api.compile(GEMM, provider="cutile", specialize={"K": 32}, optimize=False)
+    assert pipeline.make_specialize("D=64,128; H=8") == {"D": (64, 128), "H": (8,)}
+    assert pipeline.make_specialize({"D": 64}) == {"D": (64,)}
