@@ -107,6 +107,9 @@ class Bench:
     #: compile options (``intent_eqsat.compile(options=...)``); attention takes ``numerics=relaxed_normalization``,
     #: the permission SDPA's flash and cuDNN kernels take for themselves (online rescaling, P rounded to bf16)
     options: dict | None = None
+    #: KIR specializations (``intent_eqsat.compile(specialize=...)``, SPEC IR-2): size symbol -> values; the module
+    #: holds one more kernel per value and its launch() picks it from the shapes
+    specialize: dict | None = None
 
 
 def _g(m: int, n: int, k: int) -> dict:
@@ -181,6 +184,15 @@ SUITE: tuple[Bench, ...] = (
             {"Z": 1, "H": 2, "S": 6, "T": 6, "D": d}, _ATT_PROBE, causal=True, compile_sizes=_att(4096, d),
             source=f"causal_attention_bf16_d{d}", options=_RELAXED)
       for d in (64, 128)),
+    # the size-symbol kernels with the head dim specialized to 64 and 128 (compile(specialize=...), SPEC IR-2): one
+    # module serves every head dim, launch() runs the D=64 or D=128 kernel (each tuned as itself) and the general
+    # kernel for other values (the D=40 check, the interpreter's D=4)
+    *(Bench(f"{kind}_bf16_relaxed_specialized", "attention", "attention",
+            (Case("Z4 H32 S4096 d64", _att(4096, 64)), Case("Z4 H32 S4096 d128", _att(4096, 128))),
+            _ATT_CHECKS + ({"Z": 1, "H": 2, "S": 33, "T": 33, "D": 40},), {"Z": 1, "H": 2, "S": 6, "T": 6, "D": 4},
+            _ATT_PROBE, causal=kind == "causal_attention", compile_sizes=_att(4096, 64), source=f"{kind}_bf16",
+            options=_RELAXED, specialize={"D": (64, 128)})
+      for kind in ("attention", "causal_attention")),
     # causal narrowing vs the same kernel without the narrowing group, at S1024 and at the suite's S4096, one run
     # (issue 7 target 1.7x); with the numeric permission (the flash form); each compiled for its shape: one tuning
     # measurement serves both (it keys the program before its tiles are bound, which the range passes after binding
@@ -489,7 +501,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                  "outputs": [p["name"] for p in kparams if p["dims"] is not None and p["access"] != "in"],
                  "cases": cases, "checks": checks, "probe": dict(b.probe), "providers": {},
                  "compile_sizes": dict(b.compile_sizes) if b.compile_sizes else None,
-                 "options": dict(b.options) if b.options else None}
+                 "options": dict(b.options) if b.options else None,
+                 "specialize": {k: list(v) for k, v in b.specialize.items()} if b.specialize else None}
         benches.append(entry)
         _write_manifest(outdir, manifest)                    # a killed compile leaves this entry behind
         # --- compile: the first provider that succeeds gives the program; the others serialize the same one
@@ -502,7 +515,7 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                     return _compile_with_timeout(compile_seconds, lambda: intent_eqsat.compile(
                         km, target="sm90", provider=prov, kernel=b.name, optimize=optimize,
                         sizes=b.compile_sizes, options=b.options, rulebooks=_rulebooks_without(b.without_groups),
-                        calibration=tuning or None)), prov, errs
+                        calibration=tuning or None, specialize=b.specialize)), prov, errs
                 except CompileTimeout as err:
                     errs[prov] = {"kind": "CompileTimeout", "type": "CompileTimeout", "stage": None,
                                   "location": entry["kir"], "message": str(err)}
@@ -549,7 +562,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
         # each program's structure and tile binding: the run writes its times as tuning measurements
         kres = raw.kernels.get(b.name) if raw is not None and hasattr(raw, "kernels") else None
         tuning_keys: dict[str, tuple] = {}
-        if kres is not None and pick_error is None:
+        if kres is not None and pick_error is None and not ck.specializations:
+            # (a launch of a module with specializations may run another kernel: its times are not this one's)
             tuning_keys["pick"] = (kres.fingerprint, dict(kres.binding))
         if pick_error is not None:
             variants = [("constructed", -1, ck.program, None, None)]
@@ -585,6 +599,11 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                     continue
                 if vname == "pick" and prov in errors:
                     e.update(status="rejected", error=errors[prov])
+                    continue
+                if vname == "pick" and ck.specializations and prov != first:
+                    e.update(status="rejected", error={
+                        "kind": "UsageError", "type": "UsageError", "stage": "serialize", "location": entry["kir"],
+                        "message": f"the {prov} provider does not print KIR specializations"})
                     continue
                 try:
                     if vname == "pick" and prov == first:

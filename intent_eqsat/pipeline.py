@@ -38,7 +38,9 @@ from intent_eqsat import ir, kir
 from intent_eqsat.errors import IntentError, SourceLocation
 from intent_eqsat.ir.core import NUMERICS, CompileOptions
 
-STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "specialize", "serialize")
+STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "serialize")
+#: a stage that runs only when asked for (``run(specialize=...)``), between ``verify_gir`` and ``serialize``
+OPTIONAL_STAGES = ("specialize",)
 PROVIDERS = ("triton", "cutile")
 NO_OPTIMIZER_REMARK = "optimizer not available: constructed program used"
 NO_OPTIMIZER_MESSAGE = "the optimizer (issue 4) is not available yet"

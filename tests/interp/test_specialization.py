@@ -76,3 +76,17 @@ def test_bad_requests_are_usage_errors() -> None:
         api.compile(GEMM, provider="cutile", specialize={"K": 32}, optimize=False)
     assert pipeline.make_specialize("D=64,128; H=8") == {"D": (64, 128), "H": (8,)}
     assert pipeline.make_specialize({"D": 64}) == {"D": (64,)}
+
+
+def test_the_specialized_program_is_the_program_of_the_literal_kernel() -> None:
+    """The specialization is compiled exactly as the kernel with the literal written in its KIR would be."""
+    from intent_eqsat import ir, kir
+
+    sizes = {"M": 512, "N": 512, "K": 32}
+    res = pipeline.run(GEMM, provider=None, sizes=sizes, specialize={"K": 32})
+    spec = res.specializations["gemm"][0]
+    text = GEMM.read_text().replace("kernel gemm(", "kernel gemm__K32(").replace("K]", "32]").replace("[K,", "[32,")
+    literal = pipeline.run(kir.parse(text, filename="gemm_k32.kir"), provider=None, sizes=sizes)
+    assert "K" not in [p for prm in kir.parse(text).kernels[0].params for d in prm.dims for p in d]
+    assert ir.print_module(spec.module) == ir.print_module(literal.program)
+    assert spec.params == literal.optimized.params

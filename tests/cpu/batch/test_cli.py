@@ -25,6 +25,19 @@ def test_compile_prints_or_writes_source(tmp_path, capsys):
     assert prog.options.numerics == "relaxed_normalization" and prog.options.online_reduction is False
 
 
+def test_compile_with_specializations_writes_each_program(tmp_path, capsys):
+    assert cli.main(["compile", str(CORPUS / "row_sum.kir"), "--out", str(tmp_path), "--no-optimize",
+                     "--specialize", "N=8,16"]) == 0
+    src = (tmp_path / "row_sum.triton.py").read_text()
+    assert "def row_sum__N8(" in src and "def row_sum__N16(" in src and "return _launch_N16(" in src
+    for n in (8, 16):
+        prog = ir.parse_module((tmp_path / f"row_sum__N{n}.triton.gir").read_text())
+        assert [str(e) for e in prog.kernel(f"row_sum__N{n}").abi[0].value.type.shape] == ["M", str(n)]
+    capsys.readouterr()
+    assert cli.main(["compile", str(CORPUS / "row_sum.kir"), "--no-optimize", "--specialize", "Q=8"]) == 2
+    assert "no kernel has the shape symbol(s) Q" in capsys.readouterr().err
+
+
 def test_compile_failure_is_located_and_exit_1(tmp_path, capsys):
     bad = tmp_path / "bad.kir"
     bad.write_text(MALFORMED)
