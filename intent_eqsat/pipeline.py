@@ -346,8 +346,10 @@ def specialize_kernels(module: kir.KirModule, request: Mapping[str, tuple[int, .
                 verify_kir(spec_kir)
                 constructed = construct(spec_kir, target=target, options=options)
                 if optimize_program:
-                    opt = optimize(constructed, target=target, options=options, rulebooks=rulebooks, sizes=sizes,
-                                   calibration=calibration)
+                    # the specialization only ever runs at its values: they are part of the problem it is tuned
+                    # for (a tuning measurement names the sizes it was taken at, the literal extent included)
+                    opt = optimize(constructed, target=target, options=options, rulebooks=rulebooks,
+                                   sizes={**(sizes or {}), **values}, calibration=calibration)
                 else:
                     opt = Optimized(program=constructed, status="skipped")
                 verify_gir(opt.program)

@@ -90,3 +90,19 @@ def test_the_specialized_program_is_the_program_of_the_literal_kernel() -> None:
     assert "K" not in [p for prm in kir.parse(text).kernels[0].params for d in prm.dims for p in d]
     assert ir.print_module(spec.module) == ir.print_module(literal.program)
     assert spec.params == literal.optimized.params
+
+
+def test_each_specialization_is_optimized_for_its_own_values(monkeypatch) -> None:
+    """A specialization only runs at its values, so the problem it is tuned for has them (a tuning measurement
+    of the literal kernel names the extent it was taken at), whatever the general kernel's ``sizes`` say."""
+    seen: list[dict] = []
+    real = pipeline.optimize
+
+    def spy(program, **kw):
+        seen.append(dict(kw.get("sizes") or {}))
+        return real(program, **kw)
+
+    monkeypatch.setattr(pipeline, "optimize", spy)
+    res = pipeline.run(GEMM, provider=None, sizes={"M": 256, "N": 256, "K": 64}, specialize={"K": (32, 128)})
+    assert [s.values for s in res.specializations["gemm"]] == [(("K", 32),), (("K", 128),)]
+    assert seen == [{"M": 256, "N": 256, "K": 64}, {"M": 256, "N": 256, "K": 32}, {"M": 256, "N": 256, "K": 128}]
