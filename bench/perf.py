@@ -600,16 +600,13 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                 if vname == "pick" and prov in errors:
                     e.update(status="rejected", error=errors[prov])
                     continue
-                if vname == "pick" and ck.specializations and prov != first:
-                    e.update(status="rejected", error={
-                        "kind": "UsageError", "type": "UsageError", "stage": "serialize", "location": entry["kir"],
-                        "message": f"the {prov} provider does not print KIR specializations"})
-                    continue
                 try:
                     if vname == "pick" and prov == first:
                         src = ck.source
                     else:
-                        src = pipeline.serialize(module, provider=prov, target="sm90", params=vparams)[b.name]
+                        src = pipeline.serialize(module, provider=prov, target="sm90", params=vparams,
+                                                 specializations=ck.specializations if vname == "pick"
+                                                 else None)[b.name]
                 except Exception as err:                    # noqa: BLE001 - a provider rejection is data
                     e.update(status="rejected", error=_error(err))
                     continue

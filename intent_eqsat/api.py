@@ -231,7 +231,7 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     sizes re-rank the block sizes and bind the measured launch resources. ``specialize`` (e.g. ``{"D": (64, 128)}``):
     size symbols expected to take a few values get one more physical kernel per value (SPEC IR-2: the symbol is a
     literal extent there, compiled and tuned on its own); the launcher runs it when the shapes give that value and
-    the general kernel otherwise (Triton). Errors are the layers' own typed errors (all
+    the general kernel otherwise. Errors are the layers' own typed errors (all
     :class:`~intent_eqsat.errors.IntentError`), carrying ``.stage`` and ``.kir_location``."""
     res = pipeline.run(source, target=target, provider=provider, options=options, rulebooks=rulebooks,
                        filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration,

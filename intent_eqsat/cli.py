@@ -425,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "(default: print the source to stdout)")
     p.add_argument("--specialize", action="append", metavar="SYM=V[,V]",
                    help="one more physical kernel per value of a size symbol (SPEC IR-2), run by the launcher when "
-                        "the shapes give that value, e.g. D=64,128 (repeatable; Triton)")
+                        "the shapes give that value, e.g. D=64,128 (repeatable)")
     p.set_defaults(func=cmd_compile)
 
     for name, what in (("construct", "print the constructed GPU IR program"),

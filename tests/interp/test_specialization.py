@@ -1,7 +1,8 @@
-"""KIR specializations through the Triton provider (SPEC IR-2, ``compile(specialize=...)``): one module holds the
-general kernel and one physical kernel per requested value; ``launch()`` runs the specialized kernel when the
-shapes give the symbol that value (and the caller chose no parameters or launch resources) and the general kernel
-otherwise. Both paths match the KIR float64 reference under ``TRITON_INTERPRET=1``."""
+"""KIR specializations through the providers (SPEC IR-2, ``compile(specialize=...)``): one module holds the general
+kernel and one physical kernel per requested value; ``launch()`` runs the specialized kernel when the shapes give the
+symbol that value (and, for Triton, the caller chose no parameters or launch resources) and the general kernel
+otherwise. Triton: both paths match the KIR float64 reference under ``TRITON_INTERPRET=1``; cuTile: both kernels
+export to TileIR bytecode and the launcher hands ``ct.launch`` the kernel and grid of the values given."""
 from __future__ import annotations
 
 import numpy as np
@@ -72,8 +73,6 @@ def test_bad_requests_are_usage_errors() -> None:
         api.compile(GEMM, specialize="K=0", optimize=False)
     with pytest.raises(pipeline.UsageError, match=r"expected SYMBOL=VALUE"):
         api.compile(GEMM, specialize="K", optimize=False)
-    with pytest.raises(pipeline.UsageError, match=r"cutile provider does not print KIR specializations"):
-        api.compile(GEMM, provider="cutile", specialize={"K": 32}, optimize=False)
     assert pipeline.make_specialize("D=64,128; H=8") == {"D": (64, 128), "H": (8,)}
     assert pipeline.make_specialize({"D": 64}) == {"D": (64,)}
 
@@ -106,3 +105,38 @@ def test_each_specialization_is_optimized_for_its_own_values(monkeypatch) -> Non
     res = pipeline.run(GEMM, provider=None, sizes={"M": 256, "N": 256, "K": 64}, specialize={"K": (32, 128)})
     assert [s.values for s in res.specializations["gemm"]] == [(("K", 32),), (("K", 128),)]
     assert seen == [{"M": 256, "N": 256, "K": 64}, {"M": 256, "N": 256, "K": 32}, {"M": 256, "N": 256, "K": 128}]
+
+
+def test_cutile_module_exports_every_kernel_and_launches_the_one_the_shapes_ask_for(tmp_path) -> None:
+    pytest.importorskip("cuda.tile")
+    import torch
+    from cuda.tile.compilation import export_kernel
+
+    from intent_eqsat.providers.cutile import load_source as ct_load, write_source as ct_write
+
+    ck = api.compile(GEMM, provider="cutile", specialize={"K": (32, 64)}, sizes={"M": 256, "N": 256, "K": 32})
+    mod = ct_load(ct_write(ck.source, "gemm", tmp_path))
+    assert mod.KERNEL_NAME == "gemm" and mod._K32_KERNEL_NAME == "gemm__K32" and mod._K64_VALUES == {"K": 64}
+    for prefix in ("", "_K32_", "_K64_"):        # every kernel of the module is a legal cuTile kernel
+        out = tmp_path / f"k{prefix}.tileirbc"
+        export_kernel(getattr(mod, f"{prefix}KERNEL"), [getattr(mod, f"{prefix}kernel_signature")()], str(out),
+                      gpu_code="sm_90", output_format="tileir_bytecode", bytecode_version="13.3")
+        assert out.read_bytes().startswith(b"\x7fTileIR\x00")
+    launched: list[tuple] = []
+
+    class _FakeCt:              # ct.launch needs a GPU: record what the launcher hands it
+        @staticmethod
+        def launch(stream, grid, kernel, args):
+            launched.append((grid, kernel))
+
+    mod.ct = _FakeCt
+    for k, want in ((32, mod._K32_KERNEL), (64, mod._K64_KERNEL), (37, mod.KERNEL)):
+        a, b, c = torch.zeros(100, k, dtype=torch.float16), torch.zeros(k, 130, dtype=torch.float16), \
+            torch.zeros(100, 130, dtype=torch.float16)
+        mod.launch(None, a, b, c)
+        grid, kernel = launched[-1]
+        assert kernel is want, k
+        assert grid == (mod.grid(a, b, c) if k == 37 else getattr(mod, f"_K{k}_grid")(a, b, c))
+    with pytest.raises(ValueError, match="argument B has extent 32 on axis 0; the view needs 64"):
+        mod._launch_K64(None, torch.zeros(100, 64, dtype=torch.float16), torch.zeros(32, 130, dtype=torch.float16),
+                        torch.zeros(100, 130, dtype=torch.float16))

@@ -7,5 +7,8 @@ from intent_eqsat.providers.cutile.legalize import KernelPlan, legalize
 from intent_eqsat.providers.cutile.serialize import serialize
 from intent_eqsat.providers.cutile.spellings import SPELLINGS
 
+#: the serializer prints KIR specializations (SPEC IR-2) beside the general kernel, dispatched by ``launch()``
+PRINTS_SPECIALIZATIONS = True
+
 __all__ = ["legalize", "serialize", "export", "write_source", "load_source", "KernelPlan", "SPELLINGS",
-           "BYTECODE_VERSION", "TILEIR_MAGIC"]
+           "BYTECODE_VERSION", "TILEIR_MAGIC", "PRINTS_SPECIALIZATIONS"]
