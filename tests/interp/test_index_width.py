@@ -191,6 +191,11 @@ def test_launcher_picks_64_bits_when_a_bound_reaches_2_to_the_31(gen_dir) -> Non
     assert launch(64, 512, 1 << 24) == tl.int32                # last offset 63 * 2**24 + 511 < 2**31
     assert launch(200, 512, 1 << 24) == tl.int64               # 199 * 2**24: past 2**31
     assert INDEX32_LIMIT == 2 ** 31
+    # the choice is made once per value of what the bounds read (shapes, strides, symbols), then looked up
+    assert sorted(map(str, mod.INDEX_WIDTHS.values())) == sorted(map(str, (tl.int32, tl.int32, tl.int64)))
+    mod.INDEX_WIDTHS.clear()
+    assert launch(64, 512, 1 << 24) == tl.int32 and launch(64, 512, 1 << 25) == tl.int64   # 63 * 2**25 >= 2**31
+    assert launch(64, 512, 1 << 24) == tl.int32 and len(mod.INDEX_WIDTHS) == 2
 
 
 def test_the_optimizer_narrows_streaming_programs_and_keeps_contracts_64_bit() -> None:

@@ -33,7 +33,7 @@ from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import AbiArg, Op, Region, Specialization, Value
 from intent_eqsat.ir.index_bounds import INDEX32_LIMIT
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
-                                    format_launch_expr)
+                                    format_launch_expr, free_symbols, views_read)
 from intent_eqsat.ir.spec import access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, Type
 from intent_eqsat.providers.errors import LAUNCH_ERROR_SOURCE, SharedLegalityUnsupported, Unsupported
@@ -58,7 +58,8 @@ _RESERVED = {"tl", "triton", "libdevice", "torch", "range", "float", "int", "boo
              "isinstance", "getattr", "tuple", "dict", "type", "launch", "params", "num_warps", "num_stages",
              "KERNEL", "KERNEL_NAME", "TARGET", "PARAMS", "PARAM_CANDIDATES", "CONFIGS", "SIGNATURE",
              "LAUNCH_OPTIONS", "MAX_GRID", "ValueError", "TypeError", "RuntimeError",
-             "HardwareCapabilityUnsupported", "INDEX_CONSTEXPR", "_index_bound", "_idx", "_grid", "_P"}
+             "HardwareCapabilityUnsupported", "INDEX_CONSTEXPR", "_index_bound", "_idx", "_grid", "_P",
+             "_key", "INDEX_WIDTHS", "_FTZ_OFF"}
 #: libdevice-backed precise functions (interpreter: the tl.math function of the same name, run by NumPy)
 _LIBDEVICE = ("exp", "exp2", "log", "log2", "sin", "cos", "erf")
 _APPROX = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sin": "tl.sin", "cos": "tl.cos",
@@ -398,12 +399,15 @@ class _Printer:
             ident = self._take(_ident(s))
             self.arg_ident["sym:" + s] = ident
             self.kernel_args.append((ident, "i32"))
+        self.stride_tuples: list[tuple[str, str]] = []   # (launcher local, view): the view's strides, read once
         for a in k.abi:
-            if a.is_view and a.strides is None:
+            if a.is_view and a.strides is None and a.value.type.rank:
+                local = self._take(f"_{self.arg_ident['abi:' + a.name]}_strides")
+                self.stride_tuples.append((local, self.arg_ident["abi:" + a.name]))
                 for i in range(a.value.type.rank):
                     ident = self._take(f"{self.arg_ident['abi:' + a.name]}_stride_{i}")
                     self.arg_ident[f"stride:{a.name}:{i}"] = ident
-                    self.launch_values[ident] = f"{self.arg_ident['abi:' + a.name]}.stride({i})"
+                    self.launch_values[ident] = f"{local}[{i}]"
                     self.kernel_args.append((ident, "i32"))
         for prm in p.module.params:
             ident = self._take(_ident(prm.name))
@@ -598,13 +602,17 @@ class _Printer:
         out.extend(self.launcher(specialized))
         out.append("")
         out.append("")
+        out.append("_FTZ_OFF = []")
+        out.append("")
+        out.append("")
         out.append("def _ftz_off():")
-        out.append('    """libdevice flush-to-zero off (FTZ is an op attribute, never kernel-wide); CUDA only."""')
-        out.append("    if triton.knobs.runtime.interpret:")
-        out.append("        return {}")
-        out.append("    if triton.runtime.driver.active.get_current_target().backend == 'cuda':")
-        out.append("        return {'enable_reflect_ftz': False}")
-        out.append("    return {}")
+        out.append('    """libdevice flush-to-zero off (FTZ is an op attribute, never kernel-wide); CUDA only. Asked of the')
+        out.append('    driver once per module (the module\'s kernels were made for one mode and backend at import)."""')
+        out.append("    if not _FTZ_OFF:")
+        out.append("        cuda = not triton.knobs.runtime.interpret and \\")
+        out.append("            triton.runtime.driver.active.get_current_target().backend == 'cuda'")
+        out.append("        _FTZ_OFF.append({'enable_reflect_ftz': False} if cuda else {})")
+        out.append("    return _FTZ_OFF[0]")
         return "\n".join(out) + "\n"
 
     def kernel_source(self) -> list[str]:
@@ -651,6 +659,8 @@ class _Printer:
             sig[self.index_arg] = "constexpr"
         lines.append(f"{ns}SIGNATURE = " + _dict_src(sig))
         lines.append(f"{ns}INDEX_CONSTEXPR = {self.index_arg!r}  # the index dtype constexpr (None: int64 only)")
+        if self.index_arg:
+            lines.append(f"{ns}INDEX_WIDTHS = {{}}  # the index dtype launch() chose, by what the index bounds read")
         lines.append(f"{ns}MAX_GRID = {p.target.max_grid[0]}")
         if self.spec is not None:
             lines.append(f"{ns}VALUES = " + _dict_src(dict(self.spec.values)) + "  # the KIR specialization")
@@ -756,21 +766,42 @@ class _Printer:
                  f"of {p.target.name}', 'kernel {k.name}')")
         L.append("    if _grid <= 0:")
         L.append("        return")
+        for local, view in self.stride_tuples:      # one stride() call per view (host time per launch)
+            L.append(f"    {local} = {view}.stride()")
         call_args = [self.launch_values.get(ident, ident) for ident, t in self.kernel_args if t != "constexpr"]
         call_args += [f"{self.arg_ident['param:' + prm.name]}={self.arg_ident['param:' + prm.name]}"
                       for prm in p.module.params]
         if self.index_arg:
             bounds = [self.launcher_le(b) for b in p.index_bounds]
-            L.append("    # 32-bit index arithmetic when the program's index bounds (ir.index_bounds) hold at this launch")
+            L.append("    # 32-bit index arithmetic when the program's index bounds (ir.index_bounds) hold at this launch,")
+            L.append("    # decided once per value of what the bounds read (evaluating them costs tens of us of host time)")
+            key = self._index_key(p.index_bounds)
+            L.extend(_wrap_def("    _key = (", key, ",)" if len(key) == 1 else ")"))
+            L.append(f"    _idx = {ns}INDEX_WIDTHS.get(_key)")
+            L.append("    if _idx is None:")
             if len(bounds) == 1:
-                L.append(f"    _index_bound = {bounds[0]}")
+                L.append(f"        _index_bound = {bounds[0]}")
             else:
-                L.extend(_wrap_def("    _index_bound = max(", bounds, ")"))
-            L.append(f"    _idx = tl.int32 if _index_bound < {INDEX32_LIMIT} else tl.int64")
+                L.extend(_wrap_def("        _index_bound = max(", bounds, ")"))
+            L.append(f"        _idx = tl.int32 if _index_bound < {INDEX32_LIMIT} else tl.int64")
+            L.append(f"        if len({ns}INDEX_WIDTHS) >= 4096:")
+            L.append(f"            {ns}INDEX_WIDTHS.clear()")
+            L.append(f"        {ns}INDEX_WIDTHS[_key] = _idx")
             call_args.append(f"{self.index_arg}=_idx")
         call_args += ["num_warps=num_warps", "num_stages=num_stages", "enable_fp_fusion=True", "**_ftz_off()"]
         L.extend(_wrap_def(f"    {self.fn_name}[(_grid,)](", call_args, ")"))
         return L
+
+    def _index_key(self, bounds: Sequence[LaunchExpr]) -> list[str]:
+        """What the index bounds read, as launcher expressions: their symbols, parameters and scalars, and the
+        shape and strides of every view whose metadata they read."""
+        names = sorted(set().union(*(free_symbols(b) for b in bounds)))
+        views = sorted(set().union(*(views_read(b) for b in bounds)))
+        items = [self._launch_local(n) for n in names]
+        for v in views:
+            view = self.arg_ident["abi:" + v]
+            items += [f"{view}.shape", f"{view}.stride()"]
+        return items
 
     def _dispatch(self, specialized: "Sequence[_Printer]") -> list[str]:
         """The general launcher's hand-off to a specialization: after the general checks bound the symbols."""
