@@ -70,8 +70,8 @@ def serialize(module: Module, kernel_name: str, target: "Target | str", params: 
     ``_D64_kernel_signature()``, ``_D64_grid()``, ``_launch_D64()``); ``launch()`` hands the launch to the one
     whose symbol values the arguments' shapes give."""
     printers = []
-    for i, (mod, name, prm, spec) in enumerate([(module, kernel_name, params, None)]
-                                               + [(s.module, s.kernel, s.params, s) for s in specializations]):
+    for mod, name, prm, spec in [(module, kernel_name, params, None)] + [(s.module, s.kernel, s.params, s)
+                                                                         for s in specializations]:
         plan = legalize(mod, name, target, prm, max_tile_elements=max_tile_elements, max_expansion=max_expansion)
         printers.append(_Printer(plan, spec))
     return printers[0].module_source(printers[1:])
