@@ -58,7 +58,7 @@ def test_launch_dispatches_to_the_specialized_kernel_and_both_match_the_referenc
         assert_matches(t["C"].numpy(), np.asarray(want), f"gemm K={k} (specialized: {expect_special})")
 
 
-def test_a_module_without_specializations_prints_as_before() -> None:
+def test_a_module_without_specializations_has_no_dispatch() -> None:
     plain = api.compile(GEMM, optimize=False)
     assert plain.specializations == {}
     src = plain.source
