@@ -502,7 +502,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                  "cases": cases, "checks": checks, "probe": dict(b.probe), "providers": {},
                  "compile_sizes": dict(b.compile_sizes) if b.compile_sizes else None,
                  "options": dict(b.options) if b.options else None,
-                 "specialize": {k: list(v) for k, v in b.specialize.items()} if b.specialize else None}
+                 "specialize": {k: list(v) for k, v in b.specialize.items()} if b.specialize else None,
+                 "without_groups": list(b.without_groups)}
         benches.append(entry)
         _write_manifest(outdir, manifest)                    # a killed compile leaves this entry behind
         # --- compile: the first provider that succeeds gives the program; the others serialize the same one
@@ -824,6 +825,23 @@ class Runner:
         import triton.testing
         return float(triton.testing.do_bench(fn, warmup=self.warmup, rep=self.rep, return_mode="median"))
 
+    def graph_ms(self, fn) -> tuple[float | None, str | None]:
+        """Median time per call by CUDA graph replay (``triton.testing.do_bench_cudagraph``), or None and why.
+
+        The calls are captured back to back and replayed, so the host's launch time (our Python launcher, Triton's
+        argument handling: 30-70 us on the H200's host) is not in it; ``do_bench`` enqueues each call from Python
+        after an L2 flush, and a short kernel whose launch outlasts the flush waits for the host inside the timed
+        interval (bench/launch_gap.py). Replay does not flush L2 between calls, so a small problem reads warmer
+        data than under ``do_bench``: the column complements the ``do_bench`` ratio, it does not replace it."""
+        if self.dev != "cuda":
+            return None, None
+        import triton.testing
+        try:
+            return float(triton.testing.do_bench_cudagraph(fn, rep=self.rep, return_mode="median")), None
+        except Exception as e:  # noqa: BLE001 - a call that cannot be captured keeps its do_bench time only
+            self.sync()
+            return None, f"{type(e).__name__}: {str(e)[:200]}"
+
     def inputs(self, bench: dict, sizes: dict, seed: int) -> dict:
         """Fresh random inputs (normal values in the parameter dtype) and poisoned outputs, by parameter name."""
         torch = self.torch
@@ -915,7 +933,17 @@ class Runner:
         self.sync()
         first = time.time() - t0
         ms = self.bench_ms(lambda: fn(inputs, sc))
-        return {"status": "ok", "anchor": name, "ms": ms, "first_call_s": round(first, 3), "_out": out}
+        r = {"status": "ok", "anchor": name, "ms": ms, "first_call_s": round(first, 3), "_out": out}
+        return self._with_graph(r, lambda: fn(inputs, sc))
+
+    def _with_graph(self, r: dict, fn) -> dict:
+        """r with ``graph_ms`` (or ``graph_error``) of fn added (:meth:`graph_ms`)."""
+        g, err = self.graph_ms(fn)
+        if g is not None:
+            r["graph_ms"] = g
+        elif err:
+            r["graph_error"] = err
+        return r
 
     def warm(self, prog: dict, case: dict) -> dict:
         """One untimed launch at the smallest probe shape (same integer specialization as the full shape):
@@ -991,7 +1019,7 @@ class Runner:
             return r
         r.update(status="ok", ms=self.bench_ms(run))
         self.sync()
-        return r
+        return self._with_graph(r, run)
 
 
 def _case_of(b: dict, label: str) -> dict:
@@ -1118,7 +1146,8 @@ def worker(indir: Path, groups_path: Path, results_path: Path, args: dict) -> in
                 res["seconds"] = round(time.time() - t0, 2)
                 emit(it["id"], res)
                 done.add(it["id"])
-                brief = {k: v for k, v in res.items() if k in ("status", "ms", "est_ms", "rel_l2", "error")}
+                brief = {k: v for k, v in res.items() if k in ("status", "ms", "graph_ms", "est_ms", "rel_l2",
+                                                                "error", "graph_error")}
                 print(f"[worker {time.time() - args['t0']:6.1f}s] {it['id']}: {json.dumps(brief, default=str)[:300]}",
                       flush=True)
             del ins, anchor_out
@@ -1293,12 +1322,15 @@ def assemble(man: dict, groups: list[dict], results: dict, mode: str, env: dict)
                    "check_rel_l2": max(rels) if rels else None, "ms": ours, "est_ms": est,
                    "error": r.get("error") or next((c.get("error") for c in checks if c and c.get("error")), None),
                    "vs_anchor_rel_l2": r.get("vs_anchor_rel_l2"), "vs_anchor_ok": r.get("vs_anchor_ok"),
-                   "first_call_s": r.get("first_call_s"), "anchors": []}
+                   "first_call_s": r.get("first_call_s"), "anchors": [],
+                   "graph_ms": r.get("graph_ms") if ours is not None else None, "graph_error": r.get("graph_error")}
             for a in anchors_r:
                 ratio = a["ms"] / t_ours if a.get("status") == "ok" and t_ours else None
+                g_ours, g_anchor = row["graph_ms"], a.get("graph_ms")
                 row["anchors"].append({"name": a.get("anchor", "?"), "ms": a.get("ms"), "ratio": ratio,
                                        "status": a.get("status"), "error": a.get("error"),
-                                       "approx": ours is None and ratio is not None})
+                                       "approx": ours is None and ratio is not None, "graph_ms": g_anchor,
+                                       "graph_ratio": g_anchor / g_ours if g_anchor and g_ours else None})
             if case.get("flops") and t_ours:
                 row["tflops"] = case["flops"] / (t_ours * 1e-3) / 1e12
             if t_ours:
@@ -1360,7 +1392,8 @@ def assemble(man: dict, groups: list[dict], results: dict, mode: str, env: dict)
             name = sel[0]["anchors"][anchor_idx]["name"]
             summary[f"{fam} / {prov} vs {name}"] = {
                 "geomean_ratio": _geomean([r["anchors"][anchor_idx]["ratio"] for r in sel]), "n": len(sel),
-                "estimated": sum(1 for r in sel if r["anchors"][anchor_idx]["approx"])}
+                "estimated": sum(1 for r in sel if r["anchors"][anchor_idx]["approx"]),
+                "graph_geomean_ratio": _graph_geomean([r["anchors"][anchor_idx] for r in sel])}
         if fam == "gemm" and anchor_idx == 0:
             # the rows whose program was compiled for the shape it is timed at (the suite as a user compiles it,
             # `compile(sizes=...)`); the size-agnostic rows are the model alone at its default problem
@@ -1371,7 +1404,8 @@ def assemble(man: dict, groups: list[dict], results: dict, mode: str, env: dict)
                 if sel:
                     summary[f"gemm compiled for its shape / {prov} vs {sel[0]['anchors'][0]['name']}"] = {
                         "geomean_ratio": _geomean([r["anchors"][0]["ratio"] for r in sel]), "n": len(sel),
-                        "estimated": sum(1 for r in sel if r["anchors"][0]["approx"])}
+                        "estimated": sum(1 for r in sel if r["anchors"][0]["approx"]),
+                        "graph_geomean_ratio": _graph_geomean([r["anchors"][0] for r in sel])}
         if fam == "memory":
             for prov in PROVIDERS:
                 sel = [r for r in rows if r["family"] == fam and r["provider"] == prov and r["variant"] == "pick"
@@ -1379,7 +1413,40 @@ def assemble(man: dict, groups: list[dict], results: dict, mode: str, env: dict)
                 if sel:
                     summary[f"memory / {prov} vs copy ceiling"] = {
                         "geomean_ratio": _geomean([r["vs_copy_ceiling"] for r in sel]), "n": len(sel)}
-    return {"rows": rows, "calibration": calib, "summary": summary}
+    return {"rows": rows, "calibration": calib, "summary": summary, "groups": group_pairs(man, rows)}
+
+
+def _graph_geomean(anchor_entries: list[dict]) -> float | None:
+    """Geometric mean of the graph-replay ratios when every row has one (else None: a partial mean misleads)."""
+    ratios = [a.get("graph_ratio") for a in anchor_entries]
+    return _geomean(ratios) if ratios and all(r is not None for r in ratios) else None
+
+
+def group_pairs(man: dict, rows: list[dict]) -> list[dict]:
+    """What a rule group buys: each bench compiled without some groups (``without_groups``) against the first bench
+    compiled the same way with all of them (same KIR file, sizes, options and specializations), pick against
+    pick, per case and provider: ``ratio`` = time without / time with, by ``do_bench`` and by graph replay."""
+    picks = {(r["bench"], r["case"], r["provider"]): r for r in rows if r["variant"] == "pick"}
+    same = ("kir", "compile_sizes", "options", "specialize")
+    out = []
+    for b in man["benches"]:
+        if not b.get("without_groups"):
+            continue
+        base = next((o for o in man["benches"] if not o.get("without_groups")
+                     and all(o.get(k) == b.get(k) for k in same)), None)
+        if base is None:
+            continue
+        for (name, case, prov), without in picks.items():
+            with_ = picks.get((base["name"], case, prov))
+            if name != b["name"] or with_ is None:
+                continue
+            ok = without["check"] == with_["check"] == "pass"
+            out.append({"bench": base["name"], "without_bench": b["name"], "without_groups": list(b["without_groups"]),
+                        "case": case, "provider": prov, "checks_pass": ok,
+                        "ratio": without["ms"] / with_["ms"] if without["ms"] and with_["ms"] else None,
+                        "graph_ratio": without["graph_ms"] / with_["graph_ms"]
+                        if without.get("graph_ms") and with_.get("graph_ms") else None})
+    return out
 
 
 def write_tuning(man: dict, rows: list[dict], path: Path, env: dict) -> Path:
@@ -1450,6 +1517,9 @@ def format_table(doc: dict) -> str:
                 notes.append(f"{r['tflops']:.3g} TFLOP/s")
             elif r.get("GBps") is not None:
                 notes.append(f"{r['GBps']:.4g} GB/s")
+            if r.get("graph_ms") is not None:
+                g0 = a0.get("graph_ratio")
+                notes.append(f"graph {_fmt_ms(r['graph_ms'])} ms" + (f" {_fmt_ratio(g0)}" if g0 is not None else ""))
             if r.get("vs_copy_ceiling") is not None:
                 notes.append(f"{r['vs_copy_ceiling']:.3g}x copy ceiling ({r['copy_ceiling_GBps']:.4g} GB/s)")
             if r.get("vs_anchor_ok") is False:
@@ -1462,7 +1532,16 @@ def format_table(doc: dict) -> str:
                          f"{_fmt_ratio(a0.get('ratio'), a0.get('approx', False)):>9}  {'; '.join(notes)}")
         lines.append("")
         lines.append("ratio = anchor time / our time (>1: ours is faster); '*' one call (over the cap); "
-                     "'>x~' estimated from a probe, not run at the full shape; '~' ratio from an estimate")
+                     "'>x~' estimated from a probe, not run at the full shape; '~' ratio from an estimate; "
+                     "'graph': time per call by CUDA graph replay (no host launch time, no L2 flush) and the "
+                     "first anchor's ratio timed the same way")
+    if doc.get("groups"):
+        lines.append("")
+        lines.append("what a rule group buys (the same kernel compiled without it; time without / time with):")
+        for g in doc["groups"]:
+            lines.append(f"  {g['bench']} without {'+'.join(g['without_groups'])} ({g['without_bench']}), "
+                         f"{g['case']}, {g['provider']}: do_bench {_fmt_ratio(g['ratio'])}, graph replay "
+                         f"{_fmt_ratio(g['graph_ratio'])}" + ("" if g["checks_pass"] else " (a check did not pass)"))
     if doc.get("calibration"):
         lines.append("")
         lines.append("calibration (predicted cost vs measured time per kernel/provider/shape):")
@@ -1481,7 +1560,9 @@ def format_table(doc: dict) -> str:
         for k, v in doc["summary"].items():
             gm = "-" if v["geomean_ratio"] is None else f"{v['geomean_ratio']:.3g}x"
             lines.append(f"  {k}: {gm} over {v['n']}" + (f" ({v['estimated']} estimated)" if v.get("estimated")
-                                                          else ""))
+                                                          else "")
+                         + (f"; by graph replay {v['graph_geomean_ratio']:.3g}x"
+                            if v.get("graph_geomean_ratio") is not None else ""))
     return "\n".join(lines) + "\n"
 
 

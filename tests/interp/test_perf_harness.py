@@ -250,3 +250,43 @@ def test_probe_ladder_decides_bench_once_or_over_cap(prepared, interpret_mode, m
     r = runner.time_program(prog, case, ins)
     assert r["status"] == "over_cap" and r["est_ms"] > 1e-9 and "ms" not in r
     assert bool(torch.isnan(ins["S"]).all())
+
+
+def test_graph_replay_ratios_and_what_a_group_buys():
+    """Each row carries the graph-replay time and the first anchor's ratio timed the same way; a bench compiled
+    without a group is paired with the bench compiled the same way with it (time without / time with, by both
+    methods); a family's graph geometric mean needs every row's graph ratio."""
+    def bench(name, without=()):
+        case = {"label": "c", "sizes": {"S": 8}, "modes": ["default"], "scalars": {}, "flops": None, "bytes": 64}
+        return {"name": name, "family": "attention", "op": "attention", "causal": True, "cases": [case],
+                "checks": [{}], "params": [], "outputs": ["O"], "probe": {}, "kir": "bench/suite/k.kir",
+                "compile_sizes": {"S": 8}, "options": None, "specialize": None, "without_groups": list(without)}
+    man = {"benches": [bench("k_narrowed"), bench("k_not_narrowed", ("narrowing",)), bench("other")],
+           "programs": [{"id": f"{n}.triton.pick", "bench": n, "provider": "triton", "variant": "pick",
+                         "status": "ready"} for n in ("k_narrowed", "k_not_narrowed", "other")]}
+    man["benches"][2]["kir"] = "bench/suite/other.kir"
+    times = {"k_narrowed": (0.10, 0.075), "k_not_narrowed": (0.14, 0.135), "other": (1.0, None)}
+    groups, results = [], {}
+    for n, (ms, graph) in times.items():
+        items = [{"kind": "anchor", "id": f"anchor|{n}|c|0", "which": 0},
+                 {"kind": "check", "id": f"check|{n}.triton.pick|0", "prog": f"{n}.triton.pick", "k": 0},
+                 {"kind": "time", "id": f"time|{n}.triton.pick|c", "prog": f"{n}.triton.pick"}]
+        results[f"anchor|{n}|c|0"] = {"status": "ok", "anchor": "SDPA flash", "ms": 0.09, "graph_ms": 0.09}
+        results[f"check|{n}.triton.pick|0"] = {"status": "pass", "rel_l2": 1e-3}
+        results[f"time|{n}.triton.pick|c"] = {"status": "ok", "ms": ms, **({"graph_ms": graph} if graph else
+                                                                          {"graph_error": "capture failed"})}
+        groups.append({"bench": n, "case": "c", "phase": 1, "items": items})
+    doc = perf.assemble(man, groups, results, "default", {})
+    rows = {r["bench"]: r for r in doc["rows"]}
+    assert rows["k_narrowed"]["graph_ms"] == 0.075
+    assert rows["k_narrowed"]["anchors"][0]["graph_ratio"] == pytest.approx(0.09 / 0.075)
+    assert rows["other"]["graph_ms"] is None and rows["other"]["anchors"][0]["graph_ratio"] is None
+    (pair,) = doc["groups"]
+    assert (pair["bench"], pair["without_bench"], pair["without_groups"]) == \
+        ("k_narrowed", "k_not_narrowed", ["narrowing"])
+    assert pair["ratio"] == pytest.approx(1.4) and pair["graph_ratio"] == pytest.approx(1.8)
+    # one row without a graph time: no graph geometric mean for the family
+    assert doc["summary"]["attention / triton vs SDPA flash"]["graph_geomean_ratio"] is None
+    table = perf.format_table({"environment": {}, "mode": "default", **doc})
+    assert "graph 0.075 ms 1.2x" in table
+    assert "k_narrowed without narrowing (k_not_narrowed), c, triton: do_bench 1.4x, graph replay 1.8x" in table
