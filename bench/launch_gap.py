@@ -10,6 +10,10 @@ the GPU needs for the fill, the GPU waits and the wait is timed. This script tim
   ``device/METHOD.md`` advises for short launches),
 * the host time of one call (``perf_counter`` around the launch, the queue kept short).
 
+For a Triton module it also times the bare kernel call (``kernel[grid](...)``) with the arguments our ``launch()``
+computed: the host time that is Triton's own (argument binding and specialization, the driver launch) rather than
+our launcher's checks, shape reads and grid evaluation.
+
 ``python3 bench/launch_gap.py --in build/perf35 --only causal_attention_bf16_narrowed --rounds 3``
 """
 from __future__ import annotations
@@ -35,6 +39,29 @@ def _host_ms(torch, fn, n: int = 50) -> float:
         ts.append((time.perf_counter() - t0) * 1e3)
     torch.cuda.synchronize()
     return sorted(ts)[len(ts) // 2]
+
+
+class _Recorder:
+    """Stands in for the kernel object inside launch(): keeps the grid and arguments launch() computed."""
+
+    def __getitem__(self, grid):
+        def call(*args, **kw):
+            self.grid, self.args, self.kw = grid, args, kw
+        return call
+
+
+def _bare_kernel_call(mod, args: list):
+    """The Triton kernel launched directly with the grid and arguments one ``mod.launch(*args)`` computed; None
+    when that launch ran another kernel of the module (a specialization's)."""
+    real, rec = getattr(mod, mod.KERNEL_NAME), _Recorder()
+    setattr(mod, mod.KERNEL_NAME, rec)
+    try:
+        mod.launch(*args)
+    finally:
+        setattr(mod, mod.KERNEL_NAME, real)
+    if not hasattr(rec, "grid"):
+        return None
+    return lambda: real[rec.grid](*rec.args, **rec.kw)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         args_ = [ins[a["name"]] if a["view"] else sc[a["name"]] for a in prog["abi"]]
         ours = lambda: mod.launch(*args_)  # noqa: E731
         fns = [("ours", ours)]
+        bare = _bare_kernel_call(mod, args_) if prog["provider"] == "triton" else None
+        if bare is not None:
+            fns.append(("ours: kernel call", bare))
         inputs = {n: t for n, t in ins.items() if n not in b["outputs"]}
         for aname, afn in perf.anchors(torch, b["op"], b["causal"], False):
             fns.append((aname, (lambda f=afn: f(inputs, sc))))
