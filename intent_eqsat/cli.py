@@ -199,7 +199,9 @@ def _batch_config(args: argparse.Namespace, kind: str) -> Any:
                                  else not getattr(args, "no_optimize", False)),
                        allow_unsupported=getattr(args, "allow_unsupported", False),
                        sizes=_sizes(getattr(args, "sizes", None)),
-                       calibration=_calibration(args))
+                       calibration=_calibration(args),
+                       specialize=pipeline.make_specialize(";".join(getattr(args, "specialize", None) or ()))
+                       or None)
 
 
 def _run_batch(args: argparse.Namespace, kind: str) -> int:
@@ -407,6 +409,12 @@ def _batch_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
 
+def _specialize_option(p: argparse.ArgumentParser, more: str) -> None:
+    p.add_argument("--specialize", action="append", metavar="SYM=V[,V]",
+                   help="one more physical kernel per value of a size symbol (SPEC IR-2), run by the launcher when "
+                        "the shapes give that value, e.g. D=64,128 (repeatable)" + more)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="intent-eqsat", description="Equality-saturation optimizer of GPU "
                                      "kernels: KIR -> GPU IR -> e-graph -> Triton / cuTile.")
@@ -423,9 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                               "optimizer)")
     p.add_argument("--out", metavar="DIR", help="write <kernel>.<provider>.py and <stem>.<provider>.gir here "
                                                 "(default: print the source to stdout)")
-    p.add_argument("--specialize", action="append", metavar="SYM=V[,V]",
-                   help="one more physical kernel per value of a size symbol (SPEC IR-2), run by the launcher when "
-                        "the shapes give that value, e.g. D=64,128 (repeatable)")
+    _specialize_option(p, "")
     p.set_defaults(func=cmd_compile)
 
     for name, what in (("construct", "print the constructed GPU IR program"),
@@ -443,6 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
     p.add_argument("--no-optimize", action="store_true", help="serialize the constructed programs (skip the "
                                                               "optimizer)")
+    _specialize_option(p, "; each file's kernels take the symbols they have, a file with none of them compiles "
+                          "without specializations")
     p.add_argument("--allow-unsupported", action="store_true",
                    help="exit 0 when the only failures are declared Unsupported rejections (TGT-9); they are "
                         "still reported")

@@ -332,10 +332,11 @@ def prints_specializations(provider: str) -> bool:
 def specialize_kernels(module: kir.KirModule, request: Mapping[str, tuple[int, ...]], *, target: str,
                        options: CompileOptions, rulebooks: Any = None, optimize_program: bool = True,
                        sizes: Mapping[str, int] | None = None, calibration: Any = None,
-                       filename: str | None = None) -> dict[str, list[ir.Specialization]]:
+                       filename: str | None = None, unmatched_ok: bool = False) -> dict[str, list[ir.Specialization]]:
     """Each kernel's KIR specializations (SPEC IR-2), compiled on their own: KIR with the symbols fixed
     (``kir.specialize``), verified, constructed, optimized for ``sizes`` and verified again. Kernels without the
-    requested symbols get none; a request no kernel can take is a :class:`UsageError`."""
+    requested symbols get none; a request no kernel can take is a :class:`UsageError` unless ``unmatched_ok`` (a
+    batch applies one request to files whose kernels differ in their symbols)."""
     from intent_eqsat.kir import specialize as ks
 
     out: dict[str, list[ir.Specialization]] = {}
@@ -362,7 +363,7 @@ def specialize_kernels(module: kir.KirModule, request: Mapping[str, tuple[int, .
             out.setdefault(kernel.name, []).append(ir.Specialization(
                 values=tuple(values.items()), module=opt.program, kernel=spec_kir.kernels[0].name,
                 params=opt.params))
-    if request and not out:
+    if request and not out and not unmatched_ok:
         have = sorted({s for k in module.kernels for s in ks.shape_symbols(k)})
         raise UsageError(f"specialize: no kernel has the shape symbol(s) {', '.join(request)} "
                          f"(shape symbols here: {', '.join(have) or 'none'})")
@@ -391,11 +392,13 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
         filename: str | None = None, stop_after: str | None = None, optimize_program: bool = True,
         sizes: Mapping[str, int] | None = None, calibration: Any = None,
         on_stage: Callable[[str], None] | None = None,
-        specialize: "Mapping[str, Any] | str | None" = None) -> PipelineResult:
+        specialize: "Mapping[str, Any] | str | None" = None, specialize_unmatched_ok: bool = False
+        ) -> PipelineResult:
     """Run the stages in order (``provider=None`` or ``stop_after="verify_gir"`` skips serialization;
     ``optimize_program=False`` skips the optimize stage: the constructed program goes on, with a remark).
     ``specialize`` (symbol -> values, :func:`make_specialize`) adds the ``specialize`` stage after ``verify_gir``:
-    one more physical kernel per value assignment (:func:`specialize_kernels`), printed beside the general one.
+    one more physical kernel per value assignment (:func:`specialize_kernels`), printed beside the general one;
+    ``specialize_unmatched_ok`` lets a request that none of the module's kernels can take add none.
 
     Timings (seconds, per stage) are in ``result.timings``; ``on_stage(name)`` is called as each stage starts. A
     failing stage's error is re-raised after :func:`annotate`; its ``stage`` attribute names the stage."""
@@ -438,7 +441,7 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     if request and stop_after not in ("optimize", "verify_gir"):
         specs = stage("specialize", lambda: specialize_kernels(
             module, request, target=target, options=opts, rulebooks=rulebooks, optimize_program=optimize_program,
-            sizes=sizes, calibration=calibration, filename=filename))
+            sizes=sizes, calibration=calibration, filename=filename, unmatched_ok=specialize_unmatched_ok))
     sources: dict[str, str] = {}
     if provider is not None and stop_after not in ("optimize", "verify_gir"):
         sources = stage("serialize", lambda: serialize(program, provider=provider, target=target,

@@ -87,6 +87,8 @@ def job_key(job: dict, rulebook_versions: Any) -> str:
         "sizes": dict(sorted(job["sizes"].items())) if optimize and job.get("sizes") else None,
         # measured tile bindings re-rank the optimizer's pick: the tuning files' contents are part of the key
         "calibration": _file_digests(job.get("calibration")) if optimize and job.get("calibration") else None,
+        # KIR specializations change the printed module (more kernels, a dispatching launcher)
+        "specialize": {k: list(v) for k, v in sorted(job["specialize"].items())} if job.get("specialize") else None,
         "tool": tool_version(),
     }
     if job["kind"] == "check":

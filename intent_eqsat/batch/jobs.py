@@ -5,6 +5,7 @@ A job is a dict::
     {"kind": "compile" | "check", "path": "<display path>", "text": "<file content>",
      "target": "sm90", "provider": "triton", "options": {...}, "rulebooks": None,
      "optimize": True,                  # compile: run the optimizer (check: interpret the optimized program)
+     "specialize": None | {"D": [64]},  # compile: KIR specializations of the kernels that have the symbols
      "seeds": 2,                        # check: random input sets per kernel
      "debug_hook": None | "/path/to/file.py:function"}
 
@@ -86,6 +87,9 @@ def compile_job(job: dict, on_stage: Callable[[str], None] | None = None) -> dic
         "phases": phases,
         "kernels": [{"name": name, "source": src} for name, src in res.sources.items()],
         "program": _print_program(res.program),
+        "specializations": [{"of": of, "kernel": s.kernel, "values": dict(s.values),
+                             "program": _print_program(s.module)}
+                            for of, specs in res.specializations.items() for s in specs],
         "cost": pipeline.cost_total(opt.cost),
         "cost_breakdown": pipeline.cost_breakdown(opt.cost),
         "candidates": [pipeline.cost_total(getattr(c, "cost", c)) for c in opt.candidates],
@@ -113,7 +117,8 @@ def _run_pipeline(job: dict, phases: dict, on_stage: Callable[[str], None] | Non
     res = pipeline.run(module, target=job["target"], provider=job["provider"], options=job.get("options"),
                        rulebooks=job.get("rulebooks"), filename=job["path"],
                        optimize_program=job.get("optimize", True), sizes=job.get("sizes"),
-                       calibration=job.get("calibration"), on_stage=on_stage)
+                       calibration=job.get("calibration"), on_stage=on_stage,
+                       specialize=job.get("specialize"), specialize_unmatched_ok=True)
     phases.update(res.timings)
     phases["load"] = load_s
     return res

@@ -111,6 +111,10 @@ def write_markdown(path: Path, header: dict, entries: Sequence[dict], plots: dic
     statuses = {e.get("optimizer_status") for e in entries if e["status"] == "ok"}
     if "skipped" in statuses:
         L.append("- optimization skipped (--no-optimize): the constructed programs were serialized")
+    if cfg.get("specialize"):
+        L.append("- KIR specializations requested: "
+                 + "; ".join(f"`{k}={','.join(map(str, v))}`" for k, v in cfg["specialize"].items())
+                 + " (each file's kernels take the symbols they have)")
     if "unavailable" in statuses:
         L.append("- the optimizer (issue 4) is not available yet: the constructed programs were serialized; "
                  "no predicted costs or e-graph sizes")
@@ -119,6 +123,10 @@ def write_markdown(path: Path, header: dict, entries: Sequence[dict], plots: dic
     for e in entries:
         kernels = ", ".join(f"[{k['name']}]({k['artifact']})" if k.get("artifact") else k["name"]
                             for k in e.get("kernels") or [])
+        specs = [f"[{sp['kernel']}]({sp['artifact']})" if sp.get("artifact") else sp["kernel"]
+                 for sp in e.get("specializations") or []]
+        if specs:
+            kernels += " (specialized: " + ", ".join(specs) + ")"
         L.append(f"| `{_md(e['file'])}` | {e.get('provider') or '-'} | {e['status']} | {kernels or '-'} | "
                  f"{_fmt_cost(e.get('cost'))} | {_fmt_time(e.get('compile_time_s'))} | "
                  f"{e.get('egraph_size') if e.get('egraph_size') is not None else '-'} | "

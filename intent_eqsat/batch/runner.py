@@ -126,6 +126,7 @@ class BatchConfig:
     allow_unsupported: bool = False             # exit code: a declared Unsupported rejection is not a failure
     sizes: dict | None = None                   # compile: the problem sizes the cost model picks tiles for
     calibration: list | None = None             # compile: tuning files that re-rank measured tile bindings
+    specialize: dict | None = None              # compile: symbol -> values (pipeline.make_specialize), SPEC IR-2
 
 
 @dataclass
@@ -167,7 +168,9 @@ def _make_jobs(cfg: BatchConfig, paths: list[str]) -> tuple[list[dict], list[dic
             job = {"kind": cfg.kind, "path": path, "text": text, "target": cfg.target, "provider": provider,
                    "options": opts, "rulebooks": cfg.rulebooks, "optimize": cfg.optimize, "debug_hook": hook,
                    "sizes": dict(sorted(cfg.sizes.items())) if cfg.sizes else None,
-                   "calibration": list(cfg.calibration) if cfg.calibration else None}
+                   "calibration": list(cfg.calibration) if cfg.calibration else None,
+                   "specialize": ({k: list(v) for k, v in cfg.specialize.items()}
+                                  if cfg.specialize and cfg.kind == "compile" else None)}
             if cfg.kind == "check":
                 job["seeds"] = cfg.seeds
             jobs.append(job)
@@ -253,6 +256,8 @@ def _entry(base: dict, result: dict, cached: bool, key: str | None) -> dict:
         "key": key,
         "error": result.get("error"),
         "kernels": [{"name": k["name"]} for k in result.get("kernels") or []],
+        "specializations": [{k: s[k] for k in ("kernel", "of", "values")}
+                            for s in result.get("specializations") or []],
         "cost": result.get("cost"),
         "cost_breakdown": result.get("cost_breakdown") or {},
         "candidates": result.get("candidates") or [],
@@ -293,10 +298,16 @@ def _write_artifacts(out: Path, entry: dict, result: dict) -> None:
             wanted.add(name)
             entry["program"] = {"artifact": f"{stem}/{name}",
                                 "sha256": hashlib.sha256(result["program"].encode("utf-8")).hexdigest()}
+        for spec, sr in zip(entry["specializations"], result.get("specializations") or []):
+            name = f"{_safe(sr['kernel'])}.{provider}.gir"     # each specialization's own program, for audit
+            write_atomic(d / name, sr["program"])
+            wanted.add(name)
+            spec["artifact"] = f"{stem}/{name}"
+            spec["sha256"] = hashlib.sha256(sr["program"].encode("utf-8")).hexdigest()
     if d.is_dir():
         for p in d.iterdir():     # what an earlier run wrote for this provider and this run did not
             if p.is_file() and p.name not in wanted and (p.name.endswith(f".{provider}.py")
-                                                         or p.name == f"{stem}.{provider}.gir"):
+                                                         or p.name.endswith(f".{provider}.gir")):
                 p.unlink()
         if not any(d.iterdir()):
             d.rmdir()
@@ -318,6 +329,8 @@ def write_reports(cfg: BatchConfig, result: BatchResult, executor: Executor | No
                    "options": pipeline.make_options(cfg.options).key(), "rulebooks": cfg.rulebooks,
                    "rulebook_versions": pipeline.rulebook_versions(cfg.rulebooks), "optimize": cfg.optimize,
                    "sizes": cfg.sizes, "calibration": cfg.calibration,
+                   "specialize": ({k: list(v) for k, v in cfg.specialize.items()}
+                                  if cfg.specialize and cfg.kind == "compile" else None),
                    "timeout_s": cfg.timeout,
                    "executor": ex.describe(), "cache": bool(cfg.use_cache)},
         "optimizer_available": optimizer_available,

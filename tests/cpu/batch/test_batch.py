@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from intent_eqsat import cli, pipeline
+from intent_eqsat import cli, ir, pipeline
 from intent_eqsat.batch import BatchConfig, collect_inputs, run_batch
 from intent_eqsat.batch.executors import DaskExecutor
 
@@ -219,3 +219,43 @@ def test_killed_batch_leaves_no_partial_file_and_no_orphan_worker(mixed_dir, tmp
     report = json.loads((out / "report.json").read_text())
     cached = {Path(e["file"]).stem for e in report["results"] if e["cached"]}
     assert {"gemm", "row_sum"} <= cached and "slow_cumsum" not in cached
+
+
+def test_specializations_in_a_batch(tmp_path, capsys):
+    """--specialize applies to each file whose kernels have the symbol: row_sum (X: [M, N]) gets row_sum__N8 and
+    row_sum__N16 printed beside its general kernel and their programs written; gemv has no N and compiles as
+    before. A different request is a different cache key; a malformed one exits 2 before any job runs."""
+    src = tmp_path / "in"
+    copy_good(src, ["row_sum", "gemv"])
+    out = tmp_path / "out"
+    code, _, stderr = _batch([str(src), "--out", str(out), "--specialize", "N=8,16"], capsys)
+    assert code == 0, stderr
+    report = json.loads((out / "report.json").read_text())
+    by = {Path(e["file"]).stem: e for e in report["results"]}
+    assert [(s["kernel"], s["of"], s["values"]) for s in by["row_sum"]["specializations"]] == \
+        [("row_sum__N8", "row_sum", {"N": 8}), ("row_sum__N16", "row_sum", {"N": 16})]
+    assert by["gemv"]["specializations"] == []
+    text = (out / "row_sum" / "row_sum.triton.py").read_text()
+    assert "def row_sum__N8(" in text and "return _launch_N16(" in text
+    for n in (8, 16):
+        prog = ir.parse_module((out / "row_sum" / f"row_sum__N{n}.triton.gir").read_text())
+        assert [str(e) for e in prog.kernel(f"row_sum__N{n}").abi[0].value.type.shape] == ["M", str(n)]
+    assert by["row_sum"]["specializations"][0]["artifact"] == "row_sum/row_sum__N8.triton.gir"
+    assert "def " in (out / "gemv" / "gemv.triton.py").read_text() and \
+        "_launch_N" not in (out / "gemv" / "gemv.triton.py").read_text()
+    assert report["config"]["specialize"] == {"N": [8, 16]}
+    md = (out / "report.md").read_text()
+    assert "KIR specializations requested: `N=8,16`" in md and \
+        "(specialized: [row_sum__N8](row_sum/row_sum__N8.triton.gir), [row_sum__N16]" in md
+    # without the request: not served from the specialized cache entry; the specializations' files go
+    _batch([str(src), "--out", str(out)], capsys)
+    report = json.loads((out / "report.json").read_text())
+    row = next(e for e in report["results"] if Path(e["file"]).stem == "row_sum")
+    assert not row["cached"] and row["specializations"] == []
+    assert not (out / "row_sum" / "row_sum__N8.triton.gir").exists()
+    assert "_launch_N8" not in (out / "row_sum" / "row_sum.triton.py").read_text()
+    # a request no file can take is not an error of the batch (each file takes what it has), a malformed one is
+    code, _, stderr = _batch([str(src), "--out", str(out), "--specialize", "Q=4"], capsys)
+    assert code == 0
+    code, _, stderr = _batch([str(src), "--out", str(out), "--specialize", "N=0"], capsys)
+    assert code == 2 and "specialize N: expected integer values >= 1" in stderr
