@@ -43,7 +43,7 @@ from intent_eqsat.ir.printer import format_kernel
 from intent_eqsat.ir.program_order import order_by_work
 from intent_eqsat.ir.range_skip import narrow_lane_ranges
 from intent_eqsat.ir.tail_split import split_tile_tails
-from intent_eqsat.ir.unswitch import unswitch_single_trip_loops
+from intent_eqsat.ir.unswitch import unswitch_sibling_loops, unswitch_single_trip_loops
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import registry as R
@@ -339,7 +339,9 @@ def _range_passes(groups: list, options: CompileOptions, l2_bytes: int) -> Calla
     then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check. Then, whatever the
     groups, on the final loop structure: ``ir.unswitch`` gives each tile loop whose inner blocking loop runs once
     under a launch guard (a size-symbol head dimension within one tile) a guarded copy without it (SPEC PASS-4).
-    Last, with the ``mapping`` group, ``ir.program_order`` starts the programs whose loops run longest first, in
+    With the ``remat`` group, ``ir.unswitch.unswitch_sibling_loops``: passes over a row that re-read one view run
+    once under a launch guard when the row is one tile, so the row is loaded once and kept (materialized in
+    registers) instead of re-read from L2 (SPEC PASS-3.4). Last, with the ``mapping`` group, ``ir.program_order`` starts the programs whose loops run longest first, in
     groups of rows sized to ``l2_bytes`` (SPEC PASS-3.2)."""
     names = {g.name for g in groups}
     relaxed = options.numerics == "relaxed_normalization"
@@ -348,6 +350,8 @@ def _range_passes(groups: list, options: CompileOptions, l2_bytes: int) -> Calla
         if "narrowing" in names:
             kernel = split_tile_tails(narrow_lane_ranges(kernel, relaxed))
         kernel = unswitch_single_trip_loops(kernel)
+        if "remat" in names:
+            kernel = unswitch_sibling_loops(kernel)
         return order_by_work(kernel, l2_bytes) if "mapping" in names else kernel
     return passes
 

@@ -33,6 +33,7 @@ CASES = [
     ("errors.gir", "first_write_unwritten", {"B": 8}, "export"),
     ("grouped_tiles.gir", "tiles", {"BM": 4, "BN": 8, "G": 2}, "export"),
     ("histogram.gir", "histogram", {"BN": 16, "NB": 8}, "export"),
+    ("layernorm_rows.gir", "layernorm_f32", {}, "export"),
     ("online_softmax_fold.gir", "online_softmax", {"BC": 16}, "export"),
     ("ordered_owner.gir", "owner", {"G": 2}, "export"),
     ("scatter_add.gir", "scatter_add", {"BN": 32}, "export"),
@@ -74,6 +75,21 @@ def test_program_exports_or_is_rejected(fname, kernel, params, expected, tmp_pat
         with pytest.raises(expected) as err:
             export(module, kernel, "sm90", params, tmp_path)
         assert err.value.kind == expected.kind and err.value.reason
+
+
+def test_row_passes_run_once_under_a_guard_export(tmp_path) -> None:
+    """The layernorm row program with its passes unswitched (``ir.unswitch.unswitch_sibling_loops``): a guarded
+    ``if`` without results around the rest of the execution group exports as well."""
+    from dataclasses import replace
+
+    from intent_eqsat.ir import verify
+    from intent_eqsat.ir.unswitch import unswitch_sibling_loops
+    module = load(PROGRAMS / "layernorm_rows.gir")
+    module = replace(module, kernels=[unswitch_sibling_loops(k) for k in module.kernels])
+    verify(module)
+    path = export(module, "layernorm_f32", "sm90", {}, tmp_path)
+    assert_bytecode(path)
+    assert "runs_once" in path.with_suffix(".py").read_text()
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])

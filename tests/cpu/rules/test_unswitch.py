@@ -80,3 +80,39 @@ def test_a_loop_with_no_loop_inside_is_left_alone():
     kernel = result.program.kernels[0]
     assert ops_named(kernel.body.ops, "for") and not ops_named(kernel.body.ops, "if")
     assert unswitch_single_trip_loops(kernel) == kernel
+
+
+SOFTMAX = """
+kernel softmax(X: f32[M, N], Y: out f32[M, N]) {
+  let mx[m] = max(n: X[m, n])
+  let e[m, n] = exp(X[m, n] - mx[m])
+  Y[m, n] = e[m, n] / sum(k: e[m, k])
+}
+"""
+
+ROW_SUM = """
+kernel row_sum(X: f32[M, N], S: out f32[M]) {
+  S[m] = sum(n: X[m, n])
+}
+"""
+
+
+@pytest.mark.slow
+def test_row_passes_compiled_for_one_tile_rows_run_once_under_a_guard():
+    """Compiled for rows of 256 (``sizes``), softmax's passes over the row are whole-row tile loops; with the
+    ``remat`` group they run once under ``N <= 256`` (``ir.unswitch.unswitch_sibling_loops``): the KIR float64
+    reference agrees for rows within the tile and wider ones. A row sum (one pass, nothing re-read) keeps its loop."""
+    from intent_eqsat import pipeline
+    res = pipeline.run(SOFTMAX, provider=None, sizes={"M": 32768, "N": 256}, filename="<softmax>")
+    kernel = res.program.kernels[0]
+    guards = [op for op in ops_named(kernel.body.ops, "launch") if op.results[0].name.startswith("runs_once")]
+    assert len(guards) == 1, ir.print_module(res.program)
+    assert [evaluate(guards[0].attrs["expr"], {"N": n}) for n in (200, 256, 300)] == [True, True, False]
+    for n in (200, 300):
+        assert_matches_reference(res.kir, res.program, seeds=(n,), sizes={"M": 9, "N": n})
+    res = pipeline.run(ROW_SUM, provider=None, sizes={"M": 32768, "N": 256}, filename="<row_sum>")
+    assert "runs_once" not in ir.print_module(res.program)
+    without = pipeline.run(SOFTMAX, provider=None, sizes={"M": 32768, "N": 256}, filename="<softmax>",
+                           rulebooks=[g for g in ("neutralize", "blocking", "reduction", "mapping", "online",
+                                                  "online_tiles", "contraction", "narrowing")])
+    assert "runs_once" not in ir.print_module(without.program)      # the pass belongs to the remat group
