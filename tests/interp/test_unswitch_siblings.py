@@ -1,5 +1,5 @@
 """The Triton program of a row kernel whose passes run once under a launch guard (``ir.unswitch.
-unswitch_sibling_loops`` on ``tests/cpu/ir/programs/layernorm_rows.gir``) runs under ``TRITON_INTERPRET=1`` and
+unswitch_sibling_loops`` on ``tests/cpu/ir/bound/layernorm_rows.gir``) runs under ``TRITON_INTERPRET=1`` and
 matches the GPU IR's NumPy interpreter with rows within one tile (the guarded branch) and wider (the loops)."""
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from intent_eqsat.ir.unswitch import unswitch_sibling_loops
 from intent_eqsat.providers.loader import load_source
 from intent_eqsat.providers.triton import serialize
 
-from tests.interp.helpers import PROGRAM_DIR, assert_matches, copy_args, run_launcher
+from tests.interp.helpers import ROOT, assert_matches, copy_args, run_launcher
 
 pytestmark = pytest.mark.usefixtures("interpret_mode")
 
 
 @pytest.mark.parametrize("n", [200, 300])
 def test_guarded_row_program_runs_under_the_triton_interpreter(gen_dir, n: int) -> None:
-    module = ir.parse_module((PROGRAM_DIR / "layernorm_rows.gir").read_text())
+    module = ir.parse_module((ROOT / "tests" / "cpu" / "ir" / "bound" / "layernorm_rows.gir").read_text())
     module = replace(module, kernels=[unswitch_sibling_loops(k) for k in module.kernels])
     ir.verify(module)
     source = serialize(module, "layernorm_f32", "sm90", None)

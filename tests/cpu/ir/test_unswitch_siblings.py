@@ -1,5 +1,5 @@
 """Passes over a row that re-read one view run once under a launch guard (``ir.unswitch.unswitch_sibling_loops``):
-the layernorm row program of ``programs/layernorm_rows.gir`` (rows of 256 columns, three passes over ``X``) gets,
+the layernorm row program of ``bound/layernorm_rows.gir`` (rows of 256 columns, three passes over ``X``) gets,
 from its first pass on, an ``if`` whose guarded branch has no loop left (so its loads of ``X`` have identical
 operands) and whose other branch is the program as it was; both equal the program before the pass and a NumPy
 layer norm, for a row within one tile (guarded branch) and wider rows (the loops)."""
@@ -17,10 +17,12 @@ from intent_eqsat.ir.launch import evaluate
 from intent_eqsat.ir.unswitch import unswitch_sibling_loops
 
 PROGRAMS = Path(__file__).parent / "programs"
+BOUND = Path(__file__).parent / "bound"
 
 
 def _program(name: str) -> ir.Module:
-    return ir.parse_module((PROGRAMS / name).read_text(), name)
+    folder = BOUND if (BOUND / name).exists() else PROGRAMS
+    return ir.parse_module((folder / name).read_text(), name)
 
 
 def _unswitched(module: ir.Module) -> ir.Module:
