@@ -43,8 +43,9 @@ softmax f32 1.18x, bf16 1.33x, layernorm f32 1.19x, bf16 1.10x faster; rmsnorm, 
 re-read, 0.99x / 1.00x; docs/perf.md).
 
 - Reads: the ``for`` ops directly in an ``execution_group`` region that hold no ``contract`` (tensor-core loops are
-  the first part's business) and run once under a launch guard: constant lower bound and step (>= 1: a tile-index
-  loop over ``ceil_div(N, T)`` tiles steps by one), an upper bound from a ``launch`` of a non-constant LaunchExpr.
+  the first part's business) and run once under a launch guard: constant lower bound and step, an upper bound from
+  a ``launch`` of a non-constant LaunchExpr; a step of one only up to a tile count ``ceil_div(N, c)``, c > 1 (a
+  step-1 loop over a plain extent such as attention's scalar key loop runs once only for one key: not worth a copy).
 - Requires: two or more of those loops load the same view (what the guarded branch saves is that re-read); no
   ``narrowing`` record on them.
 - Rewrites: the region's ops from the first such loop to its end become ``if guard { those ops with the loops
@@ -154,8 +155,10 @@ def unswitch_single_trip_loops(kernel: Kernel) -> Kernel:
 
 
 def _once_guard(loop: Op, constants: dict[str, int], defs: dict[str, Op]) -> LaunchExpr | None:
-    """``lb < ub && ub <= lb + step`` for a ``for`` with constant lower bound and step >= 1 and a launch-visible,
-    non-constant upper bound (None otherwise)."""
+    """``lb < ub && ub <= lb + step`` for a ``for`` with constant lower bound and step and a launch-visible,
+    non-constant upper bound that one step can cover at a real size: a tile loop (step > 1) or a loop over tile
+    indices (step 1 up to ``ceil_div(n, c)``, c > 1). A step-1 loop over a plain extent runs once only when the
+    extent is 1: no guard (None)."""
     if loop.name != "for" or "narrowing" in loop.attrs or len(loop.operands) < 3:
         return None
     lb, step = constants.get(loop.operands[0].name), constants.get(loop.operands[2].name)
@@ -165,7 +168,15 @@ def _once_guard(loop: Op, constants: dict[str, int], defs: dict[str, Op]) -> Lau
     ub = ub_op.attrs.get("expr")
     if not isinstance(ub, LaunchExpr) or isinstance(simplify(ub), Const):
         return None
+    if step == 1 and not _tile_count(simplify(ub)):
+        return None
     return BinOp("&&", BinOp("<", Const(lb), ub), BinOp("<=", ub, Const(lb + step)))
+
+
+def _tile_count(expr: LaunchExpr) -> bool:
+    """``ceil_div(n, c)`` with a constant c > 1: how many tiles of c cover n."""
+    return isinstance(expr, BinOp) and expr.op == "ceil_div" and isinstance(expr.rhs, Const) \
+        and isinstance(expr.rhs.value, int) and expr.rhs.value > 1
 
 
 def _views_loaded(loop: Op) -> set[str]:

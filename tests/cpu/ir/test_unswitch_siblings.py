@@ -82,3 +82,20 @@ def test_loops_without_a_reread_and_tensor_core_loops_are_left_alone():
     for name in ("softmax.gir", "cumsum.gir", "argmax.gir", "histogram.gir"):
         module = _program(name)             # hand-written programs: block parameters, no re-read under a guard
         assert _unswitched(module) == module, name
+
+
+def test_only_tile_loops_and_tile_counts_take_a_guard():
+    """A step-1 loop takes a guard only up to a tile count ``ceil_div(N, c)``, c > 1; over a plain extent (attention's
+    scalar key loop, ``for j in [0, T) step 1``) it would run once only for T = 1: no guard, no copy."""
+    from intent_eqsat.ir.launch import BinOp, Const, Sym
+    from intent_eqsat.ir.unswitch import _tile_count
+    assert _tile_count(BinOp("ceil_div", Sym("N"), Const(256)))
+    assert not _tile_count(Sym("T")) and not _tile_count(BinOp("ceil_div", Sym("N"), Const(1)))
+    assert not _tile_count(BinOp("ceil_div", Sym("N"), Sym("B")))
+    text = (BOUND / "layernorm_rows.gir").read_text()
+    # the normalize pass over a plain extent: with the two reduction passes still guarded, it stays a loop there
+    plain = ir.parse_module(text.replace("%v2 = launch() {expr = $(ceil_div(N, 256))} : index",
+                                         "%v2 = launch() {expr = $(N)} : index"))
+    after = _unswitched(plain)
+    once = next(op for op in _group(after).ops if op.name == "if").regions[0]
+    assert len([op for op in once.ops if op.name == "for"]) == 1
