@@ -69,17 +69,10 @@ from intent_eqsat.ir.types import ScalarType
 
 def single_trip_guard(loop: Op, constants: dict[str, int], defs: dict[str, Op]) -> LaunchExpr | None:
     """The condition under which ``loop`` runs exactly once, ``lb < ub && ub <= lb + step`` (None: ``loop`` is not
-    a guarded loop of the module docstring)."""
-    if loop.name != "for" or "narrowing" in loop.attrs or len(loop.operands) < 3:
+    a guarded loop of the module docstring: those step by more than one)."""
+    if loop.name != "for" or len(loop.operands) < 3 or constants.get(loop.operands[2].name, 0) <= 1:
         return None
-    lb, step = constants.get(loop.operands[0].name), constants.get(loop.operands[2].name)
-    ub_op = defs.get(loop.operands[1].name)
-    if lb is None or step is None or step <= 1 or ub_op is None or ub_op.name != "launch":
-        return None
-    ub = ub_op.attrs.get("expr")
-    if not isinstance(ub, LaunchExpr) or isinstance(simplify(ub), Const):
-        return None
-    return BinOp("&&", BinOp("<", Const(lb), ub), BinOp("<=", ub, Const(lb + step)))
+    return _once_guard(loop, constants, defs)
 
 
 def _guarded_inside(outer: Op, constants: dict[str, int], defs: dict[str, Op]) -> dict[int, LaunchExpr]:
