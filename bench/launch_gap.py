@@ -50,18 +50,26 @@ class _Recorder:
         return call
 
 
-def _bare_kernel_call(mod, args: list):
-    """The Triton kernel launched directly with the grid and arguments one ``mod.launch(*args)`` computed; None
-    when that launch ran another kernel of the module (a specialization's)."""
+def launch_arguments(mod, args: list) -> tuple | None:
+    """(grid, positional arguments, keyword arguments) that one ``mod.launch(*args)`` hands the module's Triton kernel,
+    without launching it; None when that launch ran another kernel of the module (a specialization's)."""
     real, rec = getattr(mod, mod.KERNEL_NAME), _Recorder()
     setattr(mod, mod.KERNEL_NAME, rec)
     try:
         mod.launch(*args)
     finally:
         setattr(mod, mod.KERNEL_NAME, real)
-    if not hasattr(rec, "grid"):
+    return (rec.grid, rec.args, rec.kw) if hasattr(rec, "grid") else None
+
+
+def _bare_kernel_call(mod, args: list):
+    """The Triton kernel launched directly with the grid and arguments one ``mod.launch(*args)`` computed (None: see
+    :func:`launch_arguments`)."""
+    got = launch_arguments(mod, args)
+    if got is None:
         return None
-    return lambda: real[rec.grid](*rec.args, **rec.kw)
+    real, (grid, pos, kw) = getattr(mod, mod.KERNEL_NAME), got
+    return lambda: real[grid](*pos, **kw)
 
 
 def main(argv: list[str] | None = None) -> int:

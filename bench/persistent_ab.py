@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import perf  # noqa: E402  (bench/perf.py: inputs, anchors, module loading)
+from launch_gap import launch_arguments  # noqa: E402
 
 #: label -> (programs per SM (0: not persistent), flatten, warp_specialize, 32-bit index, segment guard folded)
 VARIANTS = {
@@ -61,15 +62,6 @@ def persistent_source(src: str, flatten: bool, warp_specialize: bool, fold_guard
     return "\n".join(lines[:i] + loop + body + lines[end:])
 
 
-class _Recorder:
-    """Stands in for the kernel object inside launch(): keeps the grid and arguments launch() computed."""
-
-    def __getitem__(self, grid):
-        def call(*args, **kw):
-            self.grid, self.args, self.kw = grid, args, kw
-        return call
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--in", dest="indir", required=True, type=Path)
@@ -96,11 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                .to(perf._torch_dtype(torch, p["dtype"])) for p in b["params"] if p["dims"] is not None}
         call_args = [ins[a["name"]] if a["view"] else case["scalars"][a["name"]] for a in prog["abi"]]
         out = ins[b["outputs"][0]]
-        real, rec = getattr(mod, mod.KERNEL_NAME), _Recorder()
-        setattr(mod, mod.KERNEL_NAME, rec)
-        mod.launch(*call_args)
-        setattr(mod, mod.KERNEL_NAME, real)
-        tiles = rec.grid[0]
+        grid, kernel_args, kernel_kw = launch_arguments(mod, call_args)
+        tiles = grid[0]
         fns = {"base": lambda: mod.launch(*call_args)}
         for label, (per_sm, flat, ws, i32, nog) in VARIANTS.items():
             text = src if not per_sm else persistent_source(src, flat, ws, nog)
@@ -113,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                 fns[label] = lambda vm=vm: vm.launch(*call_args)
             else:
                 kern, nprog = getattr(vm, mod.KERNEL_NAME), min(tiles, per_sm * sms)
-                fns[label] = lambda kern=kern, nprog=nprog: kern[(nprog,)](*rec.args, tiles, nprog, **rec.kw)
+                fns[label] = (lambda kern=kern, nprog=nprog:
+                              kern[(nprog,)](*kernel_args, tiles, nprog, **kernel_kw))
         fns["base"]()
         torch.cuda.synchronize()
         expect = out.float().clone()

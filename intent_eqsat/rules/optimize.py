@@ -341,8 +341,8 @@ def _range_passes(groups: list, options: CompileOptions, l2_bytes: int) -> Calla
     under a launch guard (a size-symbol head dimension within one tile) a guarded copy without it (SPEC PASS-4).
     With the ``remat`` group, ``ir.unswitch.unswitch_sibling_loops``: passes over a row that re-read one view run
     once under a launch guard when the row is one tile, so the row is loaded once and kept (materialized in
-    registers) instead of re-read from L2 (SPEC PASS-3.4). Last, with the ``mapping`` group, ``ir.program_order`` starts the programs whose loops run longest first, in
-    groups of rows sized to ``l2_bytes`` (SPEC PASS-3.2)."""
+    registers) instead of re-read from L2 (SPEC PASS-3.4). Last, with the ``mapping`` group, ``ir.program_order``
+    starts the programs whose loops run longest first, in groups of rows sized to ``l2_bytes`` (SPEC PASS-3.2)."""
     names = {g.name for g in groups}
     relaxed = options.numerics == "relaxed_normalization"
 

@@ -256,6 +256,8 @@ def test_specializations_in_a_batch(tmp_path, capsys):
     assert "_launch_N8" not in (out / "row_sum" / "row_sum.triton.py").read_text()
     # a request no file can take is not an error of the batch (each file takes what it has), a malformed one is
     code, _, stderr = _batch([str(src), "--out", str(out), "--specialize", "Q=4"], capsys)
-    assert code == 0
+    assert code == 0, stderr
+    report = json.loads((out / "report.json").read_text())
+    assert [e["specializations"] for e in report["results"]] == [[], []]
     code, _, stderr = _batch([str(src), "--out", str(out), "--specialize", "N=0"], capsys)
     assert code == 2 and "specialize N: expected integer values >= 1" in stderr

@@ -13,7 +13,7 @@ from intent_eqsat.ir.launch import evaluate
 from intent_eqsat.ir.unswitch import single_trip_guard, unswitch_single_trip_loops
 from intent_eqsat.pipeline import make_options
 from intent_eqsat.rules import optimize
-from tests.cpu.rules.reference import assert_matches_reference, ops_named
+from tests.cpu.rules.reference import assert_matches_reference, corpus, ops_named
 
 ATTENTION = """
 kernel attention(Q: bf16[Z, H, S, D], K: bf16[Z, H, T, D], V: bf16[Z, H, T, D], scale: f32,
@@ -82,37 +82,23 @@ def test_a_loop_with_no_loop_inside_is_left_alone():
     assert unswitch_single_trip_loops(kernel) == kernel
 
 
-SOFTMAX = """
-kernel softmax(X: f32[M, N], Y: out f32[M, N]) {
-  let mx[m] = max(n: X[m, n])
-  let e[m, n] = exp(X[m, n] - mx[m])
-  Y[m, n] = e[m, n] / sum(k: e[m, k])
-}
-"""
-
-ROW_SUM = """
-kernel row_sum(X: f32[M, N], S: out f32[M]) {
-  S[m] = sum(n: X[m, n])
-}
-"""
-
-
 @pytest.mark.slow
 def test_row_passes_compiled_for_one_tile_rows_run_once_under_a_guard():
     """Compiled for rows of 256 (``sizes``), softmax's passes over the row are whole-row tile loops; with the
     ``remat`` group they run once under ``N <= 256`` (``ir.unswitch.unswitch_sibling_loops``): the KIR float64
     reference agrees for rows within the tile and wider ones. A row sum (one pass, nothing re-read) keeps its loop."""
     from intent_eqsat import pipeline
-    res = pipeline.run(SOFTMAX, provider=None, sizes={"M": 32768, "N": 256}, filename="<softmax>")
+    rows = {"M": 32768, "N": 256}
+    res = pipeline.run(corpus("softmax"), provider=None, sizes=rows)
     kernel = res.program.kernels[0]
     guards = [op for op in ops_named(kernel.body.ops, "launch") if op.results[0].name.startswith("runs_once")]
     assert len(guards) == 1, ir.print_module(res.program)
     assert [evaluate(guards[0].attrs["expr"], {"N": n}) for n in (200, 256, 300)] == [True, True, False]
     for n in (200, 300):
         assert_matches_reference(res.kir, res.program, seeds=(n,), sizes={"M": 9, "N": n})
-    res = pipeline.run(ROW_SUM, provider=None, sizes={"M": 32768, "N": 256}, filename="<row_sum>")
+    res = pipeline.run(corpus("row_sum"), provider=None, sizes=rows)
     assert "runs_once" not in ir.print_module(res.program)
-    without = pipeline.run(SOFTMAX, provider=None, sizes={"M": 32768, "N": 256}, filename="<softmax>",
-                           rulebooks=[g for g in ("neutralize", "blocking", "reduction", "mapping", "online",
-                                                  "online_tiles", "contraction", "narrowing")])
+    without = pipeline.run(corpus("softmax"), provider=None, sizes=rows,
+                           rulebooks=["neutralize", "blocking", "reduction", "mapping", "online", "online_tiles",
+                                      "contraction", "narrowing"])
     assert "runs_once" not in ir.print_module(without.program)      # the pass belongs to the remat group
