@@ -220,7 +220,7 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
             options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
             kernel: str | None = None, filename: str | None = None, optimize: bool = True,
             sizes: Mapping[str, int] | None = None, calibration: Any = None,
-            specialize: "Mapping[str, Any] | str | None" = None) -> CompiledKernel:
+            specialize: "Mapping[str, Any] | str | None" = None, budget: Any = None) -> CompiledKernel:
     """Compile ``.kir`` text, a ``.kir`` path or a KIR module for ``target`` with ``provider``.
 
     Stages: load, KIR verify, construct, optimize (the e-graph optimizer when available; ``optimize=False``
@@ -231,11 +231,15 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     sizes re-rank the block sizes and bind the measured launch resources. ``specialize`` (e.g. ``{"D": (64, 128)}``):
     size symbols expected to take a few values get one more physical kernel per value (SPEC IR-2: the symbol is a
     literal extent there, compiled and tuned on its own); the launcher runs it when the shapes give that value and
-    the general kernel otherwise. Errors are the layers' own typed errors (all
+    the general kernel otherwise. ``budget`` (e.g. ``{"iterations": 60, "nodes": 400000}``, a
+    :class:`~intent_eqsat.rules.schedule.Limits` or ``"iterations=60"``): the e-graph search budget of each kernel,
+    in deterministic units (group iterations, e-graph rows, matches), so the same call gives the same program on
+    any machine under any load; ``report["budget"]`` records it. Its ``safety_seconds`` is the wall-clock safety net
+    (a :class:`~intent_eqsat.errors.SearchTimeout` when crossed). Errors are the layers' own typed errors (all
     :class:`~intent_eqsat.errors.IntentError`), carrying ``.stage`` and ``.kir_location``."""
     res = pipeline.run(source, target=target, provider=provider, options=options, rulebooks=rulebooks,
                        filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration,
-                       specialize=specialize)
+                       specialize=specialize, budget=budget)
     opt = res.optimized
     report = dict(opt.report)
     if "phases" in report:
@@ -254,10 +258,11 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
 def optimize(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90",
              options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
              filename: str | None = None, sizes: Mapping[str, int] | None = None,
-             calibration: Any = None) -> ir.Module:
-    """The extracted, verified GPU program, not serialized (``sizes``, ``calibration``: as for :func:`compile`)."""
+             calibration: Any = None, budget: Any = None) -> ir.Module:
+    """The extracted, verified GPU program, not serialized (``sizes``, ``calibration``, ``budget``: as for
+    :func:`compile`)."""
     return pipeline.run(source, target=target, provider=None, options=options, rulebooks=rulebooks,
-                        filename=filename, sizes=sizes, calibration=calibration).program
+                        filename=filename, sizes=sizes, calibration=calibration, budget=budget).program
 
 
 __all__ = ["CompiledKernel", "compile", "optimize", "generated_dir"]

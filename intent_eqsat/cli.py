@@ -107,6 +107,19 @@ def _optimizer_missing(what: str, fname: str | None = None) -> int:
     return EXIT_USAGE
 
 
+def _budget(args: argparse.Namespace) -> Any:
+    """``--budget iterations=60,nodes=400000`` (repeatable) -> the search budget, or None (the default)."""
+    from intent_eqsat import pipeline
+
+    values = getattr(args, "budget", None)
+    if not values:
+        return None
+    try:
+        return pipeline.make_budget(",".join(values))
+    except pipeline.UsageError as err:
+        raise _Usage(f"--budget: {err}") from None
+
+
 def _jobs_default() -> int:
     return max(1, os.cpu_count() or 1)
 
@@ -120,7 +133,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
                          optimize=not args.no_optimize, sizes=_sizes(args.sizes),
-                         calibration=_calibration(args), specialize=";".join(args.specialize or ()) or None)
+                         calibration=_calibration(args), specialize=";".join(args.specialize or ()) or None,
+                         budget=_budget(args))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -153,7 +167,7 @@ def cmd_print_program(args: argparse.Namespace) -> int:
     try:
         res = pipeline.run(Path(args.file), target=args.target, provider=None, options=_options(args.options),
                            rulebooks=_list(getattr(args, "rulebooks", None)), sizes=_sizes(args.sizes),
-                           calibration=_calibration(args))
+                           calibration=_calibration(args), budget=_budget(args))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -199,7 +213,7 @@ def _batch_config(args: argparse.Namespace, kind: str) -> Any:
                                  else not getattr(args, "no_optimize", False)),
                        allow_unsupported=getattr(args, "allow_unsupported", False),
                        sizes=_sizes(getattr(args, "sizes", None)),
-                       calibration=_calibration(args),
+                       calibration=_calibration(args), budget=_budget(args),
                        specialize=pipeline.make_specialize(";".join(getattr(args, "specialize", None) or ()))
                        or None)
 
@@ -333,7 +347,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     try:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
-                         sizes=_sizes(args.sizes), calibration=_calibration(args))
+                         sizes=_sizes(args.sizes), calibration=_calibration(args), budget=_budget(args))
     except Exception as err:
         if _is_usage(err):
             raise
@@ -393,6 +407,11 @@ def _common(p: argparse.ArgumentParser, provider: bool = True, multi_provider: b
     p.add_argument("--calibration", action="append", metavar="FILE",
                    help="tuning file(s) of measured times (bench/tile_sweep.py run --tuning): at the measured "
                         "sizes they re-rank the block sizes of a measured program (repeatable)")
+    p.add_argument("--budget", action="append", metavar="NAME=N",
+                   help="the e-graph search budget per kernel, in deterministic units: iterations=40 (per group), "
+                        "nodes=200000 (e-graph rows), matches=1000000 (per group), analysis_steps=24; "
+                        "safety_seconds=1800 is the wall-clock safety net (an error when crossed, 'none': off) "
+                        "(repeatable or comma-separated)")
 
 
 def _batch_common(p: argparse.ArgumentParser) -> None:

@@ -56,3 +56,27 @@ class KirEvalError(KirError):
 
 class ConstructionError(IntentError):
     """KIR -> GPU IR construction failed or produced a program the construction verifier rejects."""
+
+
+class SearchTimeout(IntentError):
+    """The e-graph search of one kernel outlived its wall-clock safety net (``Limits.safety_seconds``).
+
+    The search is bounded by a deterministic budget (iterations, e-graph rows, matches); the safety net lies far
+    above what that budget takes, so crossing it means a machine far slower than expected or a runaway rule. It is
+    an error and never a silently worse program (issue 21): the same input must give the same program everywhere.
+    ``kernel``, ``group``, ``budget`` (the budget's key text), ``iterations`` (of ``group`` when it stopped) and
+    ``seconds`` (spent in ``group``) say where."""
+
+    def __init__(self, kernel: str, group: str, limits: object, iterations: int, seconds: float):
+        self.kernel = kernel
+        self.group = group
+        self.budget = getattr(limits, "key", lambda: str(limits))()
+        self.safety_seconds = getattr(limits, "safety_seconds", None)
+        self.iterations = iterations
+        self.seconds = seconds
+        super().__init__(
+            f"the search outlived its wall-clock safety net of {self.safety_seconds:g} s in group {group} after "
+            f"{iterations} iteration(s) ({seconds:.1f} s in that group; budget {self.budget}); no program is "
+            f"returned, since one stopped by the clock would depend on the machine's load. Raise "
+            f"safety_seconds (or set it to none) for a slow machine, or lower the budget",
+            f"kernel {kernel}" if kernel else None)

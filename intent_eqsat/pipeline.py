@@ -4,8 +4,9 @@
 
     load -> verify_kir -> construct -> optimize -> verify_gir -> serialize(provider)
 
-Every stage is deterministic: the same KIR text, target, options, rulebooks and provider give the same program and
-the same source bytes. A failing stage raises the layer's own typed error (``ParseError``, ``KirError``,
+Every stage is deterministic: the same KIR text, target, options, rulebooks, search budget and provider give the same
+program and the same source bytes, on any machine under any load (the search is bounded in iterations, e-graph rows
+and matches, never in seconds: :mod:`intent_eqsat.rules.schedule`). A failing stage raises the layer's own typed error (``ParseError``, ``KirError``,
 ``ConstructionError``, ``VerificationError``, one of the four ``Unsupported`` kinds, :class:`ProviderUnavailable`,
 ...) after :func:`annotate` has attached ``err.stage`` and ``err.kir_location`` (the ``file:line:col`` of the KIR
 text the failure traces back to, found through the origin map when the error names a program location).
@@ -96,6 +97,28 @@ def make_options(options: "CompileOptions | Mapping[str, Any] | None") -> Compil
         if key in fields:
             fields[key] = _as_bool(key, fields[key])
     return dataclasses.replace(CompileOptions(), **fields)
+
+
+def make_budget(budget: Any) -> Any:
+    """The search budget (:class:`intent_eqsat.rules.schedule.Limits`) from None (the default), a Limits, a
+    mapping (``{"iterations": 60, "nodes": 400000}``) or the CLI's text ``"iterations=60,nodes=400000"``; a bad
+    field or value is a :class:`UsageError` naming it (issue 21: the budget is in deterministic units only)."""
+    from intent_eqsat.rules.schedule import make_limits
+
+    if isinstance(budget, str):
+        pairs: dict[str, str] = {}
+        for part in (p.strip() for p in budget.split(",")):
+            if not part:
+                continue
+            if "=" not in part:
+                raise UsageError(f"budget: expected NAME=VALUE pairs separated by commas, got {part!r}")
+            k, v = part.split("=", 1)
+            pairs[k.strip()] = v.strip()
+        budget = pairs
+    try:
+        return make_limits(budget)
+    except (TypeError, ValueError) as err:
+        raise UsageError(str(err)) from None
 
 
 def options_dict(options: CompileOptions) -> dict[str, Any]:
@@ -258,11 +281,12 @@ def load_calibration(calibration: Any) -> Any:
 
 
 def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebooks: Any = None,
-             sizes: Mapping[str, int] | None = None, calibration: Any = None) -> Optimized:
+             sizes: Mapping[str, int] | None = None, calibration: Any = None, budget: Any = None) -> Optimized:
     """Run the e-graph optimizer when it exists; otherwise pass the constructed program through with a remark.
     ``sizes`` binds shape symbols for the cost model (the problem the program should be fastest for); unbound
     symbols take the model's default size. ``calibration`` (tuning file path(s) or a Calibration): measured
-    times that re-rank the tile bindings of a measured program structure at the measured sizes."""
+    times that re-rank the tile bindings of a measured program structure at the measured sizes. ``budget``: the
+    search budget (:func:`make_budget`; None: the default), per kernel, in deterministic units."""
     fn = optimizer()
     if fn is None:
         return Optimized(program=program, remarks=[NO_OPTIMIZER_REMARK])
@@ -273,6 +297,8 @@ def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebo
         from intent_eqsat.providers.targets import get_target
         kw["cost"] = RooflineCost(get_target(target), {str(k): int(v) for k, v in (sizes or {}).items()},
                                   calibration=cal)
+    if budget is not None:
+        kw["limits"] = make_budget(budget)
     res = fn(program, target=target, options=options, rulebooks=rulebooks, **kw)
     report = getattr(res, "report", None)
     report = dict(report) if isinstance(report, Mapping) else (to_plain(report) if report is not None else {})
@@ -332,7 +358,8 @@ def prints_specializations(provider: str) -> bool:
 def specialize_kernels(module: kir.KirModule, request: Mapping[str, tuple[int, ...]], *, target: str,
                        options: CompileOptions, rulebooks: Any = None, optimize_program: bool = True,
                        sizes: Mapping[str, int] | None = None, calibration: Any = None,
-                       filename: str | None = None, unmatched_ok: bool = False) -> dict[str, list[ir.Specialization]]:
+                       filename: str | None = None, unmatched_ok: bool = False,
+                       budget: Any = None) -> dict[str, list[ir.Specialization]]:
     """Each kernel's KIR specializations (SPEC IR-2), compiled on their own: KIR with the symbols fixed
     (``kir.specialize``), verified, constructed, optimized for ``sizes`` and verified again. Kernels without the
     requested symbols get none; a request no kernel can take is a :class:`UsageError` unless ``unmatched_ok`` (a
@@ -350,7 +377,7 @@ def specialize_kernels(module: kir.KirModule, request: Mapping[str, tuple[int, .
                     # the specialization only ever runs at its values: they are part of the problem it is tuned
                     # for (a tuning measurement names the sizes it was taken at, the literal extent included)
                     opt = optimize(constructed, target=target, options=options, rulebooks=rulebooks,
-                                   sizes={**(sizes or {}), **values}, calibration=calibration)
+                                   sizes={**(sizes or {}), **values}, calibration=calibration, budget=budget)
                 else:
                     opt = Optimized(program=constructed, status="skipped")
                 verify_gir(opt.program)
@@ -392,19 +419,21 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
         filename: str | None = None, stop_after: str | None = None, optimize_program: bool = True,
         sizes: Mapping[str, int] | None = None, calibration: Any = None,
         on_stage: Callable[[str], None] | None = None,
-        specialize: "Mapping[str, Any] | str | None" = None, specialize_unmatched_ok: bool = False
-        ) -> PipelineResult:
+        specialize: "Mapping[str, Any] | str | None" = None, specialize_unmatched_ok: bool = False,
+        budget: Any = None) -> PipelineResult:
     """Run the stages in order (``provider=None`` or ``stop_after="verify_gir"`` skips serialization;
     ``optimize_program=False`` skips the optimize stage: the constructed program goes on, with a remark).
     ``specialize`` (symbol -> values, :func:`make_specialize`) adds the ``specialize`` stage after ``verify_gir``:
     one more physical kernel per value assignment (:func:`specialize_kernels`), printed beside the general one;
-    ``specialize_unmatched_ok`` lets a request that none of the module's kernels can take add none.
+    ``specialize_unmatched_ok`` lets a request that none of the module's kernels can take add none. ``budget``:
+    the search budget of every kernel (:func:`make_budget`), checked before any stage runs.
 
     Timings (seconds, per stage) are in ``result.timings``; ``on_stage(name)`` is called as each stage starts. A
     failing stage's error is re-raised after :func:`annotate`; its ``stage`` attribute names the stage."""
     target = check_target(target)
     opts = make_options(options)
     request = make_specialize(specialize)
+    limits = make_budget(budget) if budget is not None else None
     if provider is not None:
         check_provider(provider)
         if request and not prints_specializations(provider):
@@ -432,7 +461,7 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     if optimize_program:
         optimized = stage("optimize", lambda: optimize(constructed, target=target, options=opts,
                                                        rulebooks=rulebooks, sizes=sizes,
-                                                       calibration=calibration))
+                                                       calibration=calibration, budget=limits))
     else:
         optimized = Optimized(program=constructed, remarks=[SKIPPED_REMARK], status="skipped")
     program = optimized.program
@@ -441,7 +470,8 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     if request and stop_after not in ("optimize", "verify_gir"):
         specs = stage("specialize", lambda: specialize_kernels(
             module, request, target=target, options=opts, rulebooks=rulebooks, optimize_program=optimize_program,
-            sizes=sizes, calibration=calibration, filename=filename, unmatched_ok=specialize_unmatched_ok))
+            sizes=sizes, calibration=calibration, filename=filename, unmatched_ok=specialize_unmatched_ok,
+            budget=limits))
     sources: dict[str, str] = {}
     if provider is not None and stop_after not in ("optimize", "verify_gir"):
         sources = stage("serialize", lambda: serialize(program, provider=provider, target=target,

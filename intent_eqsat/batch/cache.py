@@ -5,14 +5,16 @@ The key of a job is the sha256 of a canonical JSON object holding everything its
 * the sha256 of the KIR text (the bytes of the file, not its path),
 * the compile options (``CompileOptions.key()``), the target, the provider, and whether the optimizer runs,
 * when the optimizer runs: the ``rulebooks`` argument and the rulebook versions
-  (``intent_eqsat.rules.rulebook_versions()``, else ``"none"``),
+  (``intent_eqsat.rules.rulebook_versions()``, else ``"none"``), the problem sizes, the tuning files' digests and
+  the search budget (``Limits.key()``: deterministic units, the wall-clock safety net left out),
 * the tool version: the package version plus a fingerprint of the package's own source (every ``.py`` under
   ``intent_eqsat/`` and ``rulebooks/``), so that editing the compiler invalidates results even while the version
   number stays put (``$INTENT_EQSAT_TOOL_VERSION`` overrides it).
 
 An entry is one JSON file ``<dir>/<key[:2]>/<key>.json`` written atomically. Results that are functions of the
 key alone are stored: successes and located errors (a parse error is as deterministic as a success). Timeouts,
-crashes and internal errors are not (they may be transient). Because the key holds the text and not the path,
+crashes, internal errors and search timeouts (the wall-clock safety net, :class:`~intent_eqsat.errors.SearchTimeout`)
+are not (they may be transient). Because the key holds the text and not the path,
 stored errors have their file name replaced by a placeholder that is substituted back on lookup.
 """
 from __future__ import annotations
@@ -30,6 +32,8 @@ SCHEMA = 1
 TOOL_VERSION_ENV = "INTENT_EQSAT_TOOL_VERSION"
 _FILE_TOKEN = "\u0000KIR-FILE\u0000"
 _CACHEABLE = ("ok", "error")
+#: error kinds that are not functions of the key: a bug, or the search's wall-clock safety net (the machine's load)
+_TRANSIENT_KINDS = ("InternalError", "SearchTimeout")
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,6 +91,8 @@ def job_key(job: dict, rulebook_versions: Any) -> str:
         "sizes": dict(sorted(job["sizes"].items())) if optimize and job.get("sizes") else None,
         # measured tile bindings re-rank the optimizer's pick: the tuning files' contents are part of the key
         "calibration": _file_digests(job.get("calibration")) if optimize and job.get("calibration") else None,
+        # the search budget bounds the e-graph search (deterministic units; the safety net is not part of it)
+        "budget": pipeline.make_budget(job.get("budget")).key() if optimize else None,
         # KIR specializations change the printed module (more kernels, a dispatching launcher)
         "specialize": {k: list(v) for k, v in sorted(job["specialize"].items())} if job.get("specialize") else None,
         "tool": tool_version(),
@@ -144,7 +150,7 @@ class Cache:
         """Store a result when it is cacheable; returns whether it was stored."""
         if result.get("status") not in _CACHEABLE:
             return False
-        if result.get("error") and result["error"].get("kind") == "InternalError":
+        if result.get("error") and result["error"].get("kind") in _TRANSIENT_KINDS:
             return False
         stored = dict(result)
         if stored.get("error"):

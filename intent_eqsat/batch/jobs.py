@@ -118,7 +118,7 @@ def _run_pipeline(job: dict, phases: dict, on_stage: Callable[[str], None] | Non
                        rulebooks=job.get("rulebooks"), filename=job["path"],
                        optimize_program=job.get("optimize", True), sizes=job.get("sizes"),
                        calibration=job.get("calibration"), on_stage=on_stage,
-                       specialize=job.get("specialize"), specialize_unmatched_ok=True)
+                       specialize=job.get("specialize"), specialize_unmatched_ok=True, budget=job.get("budget"))
     phases.update(res.timings)
     phases["load"] = load_s
     return res

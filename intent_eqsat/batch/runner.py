@@ -127,6 +127,7 @@ class BatchConfig:
     sizes: dict | None = None                   # compile: the problem sizes the cost model picks tiles for
     calibration: list | None = None             # compile: tuning files that re-rank measured tile bindings
     specialize: dict | None = None              # compile: symbol -> values (pipeline.make_specialize), SPEC IR-2
+    budget: Any = None                          # the search budget per kernel (pipeline.make_budget; None: default)
 
 
 @dataclass
@@ -169,6 +170,7 @@ def _make_jobs(cfg: BatchConfig, paths: list[str]) -> tuple[list[dict], list[dic
                    "options": opts, "rulebooks": cfg.rulebooks, "optimize": cfg.optimize, "debug_hook": hook,
                    "sizes": dict(sorted(cfg.sizes.items())) if cfg.sizes else None,
                    "calibration": list(cfg.calibration) if cfg.calibration else None,
+                   "budget": pipeline.make_budget(cfg.budget).as_dict(),
                    "specialize": ({k: list(v) for k, v in cfg.specialize.items()}
                                   if cfg.specialize and cfg.kind == "compile" else None)}
             if cfg.kind == "check":
@@ -329,6 +331,7 @@ def write_reports(cfg: BatchConfig, result: BatchResult, executor: Executor | No
                    "options": pipeline.make_options(cfg.options).key(), "rulebooks": cfg.rulebooks,
                    "rulebook_versions": pipeline.rulebook_versions(cfg.rulebooks), "optimize": cfg.optimize,
                    "sizes": cfg.sizes, "calibration": cfg.calibration,
+                   "budget": pipeline.make_budget(cfg.budget).as_dict(),
                    "specialize": ({k: list(v) for k, v in cfg.specialize.items()}
                                   if cfg.specialize and cfg.kind == "compile" else None),
                    "timeout_s": cfg.timeout,

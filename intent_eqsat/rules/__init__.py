@@ -8,7 +8,7 @@ submodules of the same name: import from the submodules with ``from intent_eqsat
 """
 from __future__ import annotations
 
-from intent_eqsat.rules.schedule import GroupRun, Limits
+from intent_eqsat.rules.schedule import GroupRun, Limits, make_limits
 from intent_eqsat.rules.registry import RulebookError, load as load_rulebooks
 from intent_eqsat.rules.optimize import (OptimizeResult, GroupVerificationError, OptimizeError,
                                          optimize_kir, rule_show, rules_list)
@@ -33,6 +33,6 @@ def rulebook_versions(rulebooks=None):
     return versions(rulebooks)
 
 
-__all__ = ["optimize", "optimize_kir", "OptimizeResult", "Limits", "GroupRun", "OptimizeError",
+__all__ = ["optimize", "optimize_kir", "OptimizeResult", "Limits", "make_limits", "GroupRun", "OptimizeError",
            "GroupVerificationError", "RulebookError", "load_rulebooks", "rules_list", "rule_show", "list_rules",
            "show_rule", "diff", "rulebook_versions", "audit", "AuditResult"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from intent_eqsat import ir
 from intent_eqsat.errors import IntentError
@@ -51,7 +51,8 @@ from intent_eqsat.rules import tiles as TILES
 from intent_eqsat.rules.decode import decode_kernel
 from intent_eqsat.rules.egraph import Export, KernelGraph
 from intent_eqsat.rules.encode import Provenance
-from intent_eqsat.rules.schedule import GroupRun, Limits, egraph_size, format_trace, run_groups, workspace
+from intent_eqsat.rules import schedule as _schedule
+from intent_eqsat.rules.schedule import GroupRun, Limits, egraph_size, format_trace, make_limits, run_groups, workspace
 from intent_eqsat.rules.terms import T, from_json_choice
 
 NodeCost = Callable[[str, dict, list], float]
@@ -251,7 +252,9 @@ def _extract_term(export: Export, node_cost: NodeCost, kernel: str, stage: str) 
 
 
 def _candidates(export: Export, node_cost: NodeCost, choice: dict, cost: dict, best: T, k: int, kernel: str,
-                template: Kernel, prov: Provenance, seconds: float) -> list[Candidate]:
+                template: Kernel, prov: Provenance) -> list[Candidate]:
+    """Up to ``k`` runner-up terms: the chosen term with one e-class's choice banned, for the ``4 * k`` e-classes
+    whose best alternative costs least more (a count, not a time: the same candidates on every machine)."""
     if k <= 0:
         return []
     deltas: list[tuple[float, str]] = []
@@ -272,9 +275,8 @@ def _candidates(export: Export, node_cost: NodeCost, choice: dict, cost: dict, b
             deltas.append((alt - cost[ec], ec))
     deltas.sort()
     found: dict[int, tuple[float, str, T]] = {id(best): (cost[export.root], "", best)}
-    start = time.perf_counter()
     for _, ec in deltas[: 4 * k]:
-        if time.perf_counter() - start > seconds or len(found) > k:
+        if len(found) > k:
             break
         banned = choice[ec]
 
@@ -395,10 +397,12 @@ def _phase(phases: dict, name: str, t0: float) -> float:
 
 
 def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: CompileOptions, groups: list,
-                     limits: Limits, cost: Any, facts: F.Facts, deadline: float, verify_each_group: bool,
-                     n_candidates: int, candidate_seconds: float, snapshots: bool, keep_graph: bool,
+                     limits: Limits, cost: Any, facts: F.Facts, verify_each_group: bool,
+                     n_candidates: int, snapshots: bool, keep_graph: bool,
                      phases: dict, egraph: Any = None) -> KernelResult:
     t = time.perf_counter()
+    # the kernel's wall-clock safety net (never a search limit: crossing it is a SearchTimeout; issue 21)
+    deadline = _schedule.now() + limits.safety_seconds if limits.safety_seconds is not None else None
     from intent_eqsat.providers.targets import get_target
     clash = TILES.used(kernel)      # the input must not use the tile parameter names itself
     if clash:
@@ -488,7 +492,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     alt_bindings = [Candidate(kernel.name, 0, c, None, dict(b), term, kernel, graph.prov) for c, b in ranked[1:]
                     if math.isfinite(c)]
     alt_terms = _candidates(export, _node_cost(ext_cost, export), choice, costs, term, n_candidates, kernel.name,
-                            kernel, graph.prov, candidate_seconds)
+                            kernel, graph.prov)
     for c in alt_terms:
         c.params = dict(best)
     for c in alt_bindings + alt_terms:
@@ -524,15 +528,17 @@ def _options(program: Module, options: Any) -> CompileOptions:
 
 
 def optimize(program: Module, *, target: str | None = None, options: Any = None, rulebooks: Any = None,
-             limits: Limits | None = None, cost: Any = None, groups: Iterable[str] | None = None,
+             limits: "Limits | Mapping[str, Any] | None" = None, cost: Any = None, groups: Iterable[str] | None = None,
              kernels: Iterable[str] | None = None, verify_each_group: bool = True, candidates: int = 3,
-             candidate_seconds: float = 2.0, tile_candidates: Sequence[int] | None = None, trace: bool = False,
+             tile_candidates: Sequence[int] | None = None, trace: bool = False,
              snapshots: bool = False, keep_graphs: bool = False) -> OptimizeResult:
     """Optimize every kernel of ``program`` (a verified GPU IR module).
 
     ``target`` defaults to the module's target; ``options`` (CompileOptions or a mapping) to the module's options
     (SPEC PASS-1.1: never silently replaced). ``rulebooks``: see :func:`registry.load`; ``groups``: run only these
     groups (PASS-3 order kept). ``kernels``: optimize only these (the others pass through unchanged).
+    ``limits``: the search budget (:class:`~intent_eqsat.rules.schedule.Limits` or a mapping for
+    :func:`~intent_eqsat.rules.schedule.make_limits`; deterministic units, per kernel; ``report["budget"]``).
     ``tile_candidates`` overrides the target's tile-size domain (``TileCand`` facts). ``trace`` adds the per-rule
     table (STYLE item 5) as ``report["trace"]``; ``snapshots`` keeps the program text after each group
     (:mod:`intent_eqsat.rules.diff`); ``keep_graphs`` keeps each kernel's e-graph on ``result.kernels``.
@@ -542,7 +548,11 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
     t_start = time.perf_counter()
     if not isinstance(program, Module):
         raise TypeError(f"optimize takes an ir.Module, got {type(program).__name__}")
-    limits = limits or Limits()
+    try:
+        limits = make_limits(limits)
+    except ValueError as err:
+        from intent_eqsat.pipeline import UsageError
+        raise UsageError(str(err)) from None
     tgt = get_target(target if target is not None else program.target)
     target_name = program.target if target is None else tgt.name
     opts = _options(program, options)
@@ -555,7 +565,6 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
         unknown = wanted - {k.name for k in program.kernels}
         if unknown:
             raise LookupError(f"no kernel named {', '.join(sorted(unknown))}")
-    deadline = t_start + limits.max_total_seconds
     phases: dict[str, float] = {}
     ws = None if keep_graphs else workspace()
     if ws is not None:
@@ -569,8 +578,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
             out_kernels.append(k)
             continue
         kw = dict(target=target_name, options=opts, groups=selected, limits=limits, cost=cost, facts=the_facts,
-                  deadline=deadline, verify_each_group=verify_each_group, n_candidates=candidates,
-                  candidate_seconds=candidate_seconds, snapshots=snapshots, keep_graph=keep_graphs, phases=phases)
+                  verify_each_group=verify_each_group, n_candidates=candidates, snapshots=snapshots, keep_graph=keep_graphs, phases=phases)
         if ws is None:
             kr = _optimize_kernel(k, program, **kw)         # a private EGraph per kernel (kept on the result)
         else:
@@ -625,6 +633,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
         "phases": {k: round(v, 6) for k, v in phases.items()},
         "summary": f"{len(all_rules)} rules, {sum(1 for r in all_rules if fired.get(r.name))} matched",
         "limits": limits.as_dict(),
+        "budget": limits.budget(),
         "facts": the_facts.as_dict(),
         "kernels": {n: {"cost": r.cost, "egraph_size": r.egraph_size,
                         "decisions": [d.as_dict() for d in r.decisions],

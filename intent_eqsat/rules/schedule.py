@@ -1,28 +1,33 @@
-"""Running transformation groups on a kernel's e-graph: PASS-3 order, saturation or back-off, node/time limits.
+"""Running transformation groups on a kernel's e-graph: PASS-3 order, saturation or back-off, a deterministic budget.
 
 Each group runs in iterations. One iteration is one egglog call: the group's ``ANALYSES`` rulesets run for up to
 ``Limits.analysis_steps`` egglog iterations (normally to saturation; bounded because one egglog call cannot be
-interrupted by the time limits), then one pass of its rules (``run(RULESET)``). After every iteration the scheduler reads the ``RunReport`` (matches and time per
-rule, mapped back to the registry's rule names) and the e-graph size (rows of all egglog tables), then stops the
-group when
+interrupted), then one pass of its rules (``run(RULESET)``). After every iteration the scheduler reads the
+``RunReport`` (matches and time per rule, mapped back to the registry's rule names) and the e-graph size (rows of
+all egglog tables), then stops the group when
 
 - nothing changed (``saturated``),
 - the e-graph has more than ``Limits.max_nodes`` rows (``node_limit``),
-- the group ran ``Limits.max_seconds`` (``time_limit``) or the whole optimization ran ``Limits.max_total_seconds``
-  (``total_time_limit``) - also when the next iteration, predicted from the last one's time and growth, would cross
-  the limit,
+- the group's rules and analyses matched more than ``Limits.max_matches`` times in all (``match_limit``),
 - it ran ``Limits.max_iterations`` iterations (``iteration_limit``).
 
-A limit is not an error: the group stops, a remark names the limit (``"kernel k: blocking: node limit 50000 reached
-after 7 iterations; best program so far extracted"``) and the optimizer extracts the best program of the e-graph as
-it is (every e-class still holds the terms it had, so the input program is always there).
+Every limit is counted in deterministic units (iterations, rows, matches), never in seconds (issue 21): the same
+kernel, target, options, rulebooks and budget give the same e-graph and the same program on an idle or a loaded
+machine, in a fresh or a warm process. A budget limit is not an error: the group stops, a remark names the limit
+(``"kernel k: blocking: node limit 50000 reached after 7 iterations; best program so far extracted"``) and the
+optimizer extracts the best program of the e-graph as it is (every e-class still holds the terms it had, so the
+input program is always there); the remark is the same on every machine.
+
+Wall-clock time is only a safety net (``Limits.safety_seconds`` per kernel, far above what the budget takes):
+crossing it raises :class:`~intent_eqsat.errors.SearchTimeout` naming the kernel, the group and the budget - an
+error, never a silently worse program. It is checked between iterations (an egglog call cannot be interrupted).
 
 Groups with ``SCHEDULE = "backoff"`` get egg's back-off scheduler, kept in Python because egglog-python makes a
 fresh ``back_off`` scheduler for every ``run`` call: a rule that matched more than ``match_limit << times_banned``
 times in an iteration is left out of the next ``ban_length << times_banned`` iterations (its matches of that
 iteration are already applied: egglog reports them only afterwards); when nothing else changes, the bans are lifted.
 This keeps one exploding rule from starving the others before the node limit. ``SCHEDULE = "saturate"`` (default)
-runs every rule every iteration.
+runs every rule every iteration. Both are functions of match counts only, so they are deterministic too.
 
 :class:`Workspace` is the process-wide e-graph the optimizer runs kernels in (rules compiled once, one push/pop
 scope per kernel).
@@ -36,30 +41,100 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from egglog import EGraph, Ruleset, ruleset, run, seq
 
+from intent_eqsat.errors import SearchTimeout
 from intent_eqsat.rules.registry import Group
 
-STOPS = ("saturated", "node_limit", "time_limit", "total_time_limit", "iteration_limit", "skipped")
+STOPS = ("saturated", "node_limit", "match_limit", "iteration_limit", "skipped")
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Blow-up control (DESIGN). ``max_nodes`` bounds the e-graph size (rows of all tables, analyses included);
-    ``max_seconds`` one group on one kernel; ``max_total_seconds`` the whole optimize call; ``max_iterations`` one
-    group on one kernel. ``match_limit`` / ``ban_length`` drive the back-off scheduler. ``analysis_steps`` bounds the
-    egglog iterations of a group's analyses before each of its iterations: one egglog call cannot be interrupted,
-    so an unbounded saturation could outlive every time limit; facts an analysis has not derived yet only delay the
-    rules that read them (analyses are monotone), and the group's next iteration continues them."""
+    """The search budget (DESIGN: blow-up control), in deterministic units only (issue 21).
+
+    ``max_nodes`` bounds one kernel's e-graph (rows of all tables, analyses included); ``max_iterations`` and
+    ``max_matches`` (rule and analysis matches added up over its iterations) bound one group on one kernel.
+    ``match_limit`` / ``ban_length`` drive the back-off scheduler. ``analysis_steps`` bounds the egglog iterations
+    of a group's analyses before each of its iterations (facts an analysis has not derived yet only delay the rules
+    that read them: analyses are monotone, and the group's next iteration continues them).
+
+    ``safety_seconds`` is not part of the budget: it is the wall-clock safety net of one kernel's search (``None``:
+    none), set far above what the budget takes on a loaded machine; crossing it raises
+    :class:`~intent_eqsat.errors.SearchTimeout`. It is left out of :meth:`key` (the cache key and the report's
+    ``budget``), since it never changes a program that is produced."""
 
     max_nodes: int = 200_000
-    max_seconds: float = 30.0
-    max_total_seconds: float = 120.0
     max_iterations: int = 40
+    max_matches: int = 1_000_000
     match_limit: int = 1_000
     ban_length: int = 2
     analysis_steps: int = 24
+    safety_seconds: float | None = 1800.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_nodes", "max_iterations", "max_matches", "match_limit", "ban_length", "analysis_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"budget {name}: expected a positive integer, got {value!r}")
+        s = self.safety_seconds
+        if s is not None and (isinstance(s, bool) or not isinstance(s, (int, float)) or not s > 0):
+            raise ValueError(f"budget safety_seconds: expected a positive number or None, got {s!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def budget(self) -> dict[str, int]:
+        """The deterministic budget: every field that can change the program (all but ``safety_seconds``)."""
+        out = asdict(self)
+        out.pop("safety_seconds")
+        return out
+
+    def key(self) -> str:
+        """A stable text of :meth:`budget` for cache keys (``max_nodes=200000,max_iterations=40,...``)."""
+        return ",".join(f"{k}={v}" for k, v in self.budget().items())
+
+
+#: the names :func:`make_limits` accepts (``nodes=`` for ``max_nodes`` and so on, as the CLI's ``--budget`` spells)
+BUDGET_FIELDS = ("max_nodes", "max_iterations", "max_matches", "match_limit", "ban_length", "analysis_steps",
+                 "safety_seconds")
+_SHORT = {"nodes": "max_nodes", "iterations": "max_iterations", "matches": "max_matches"}
+
+
+def make_limits(budget: "Limits | dict[str, Any] | None") -> Limits:
+    """:class:`Limits` from None (the default budget), an instance, or a mapping of field names (or the short names
+    ``nodes``, ``iterations``, ``matches``) to values; strings are parsed (``safety_seconds=none`` turns the safety
+    net off). Unknown names and bad values raise ``ValueError`` naming them."""
+    if budget is None:
+        return Limits()
+    if isinstance(budget, Limits):
+        return budget
+    if not isinstance(budget, dict):
+        try:
+            budget = dict(budget)
+        except (TypeError, ValueError):
+            raise ValueError(f"budget: expected a Limits or a mapping, got {type(budget).__name__}") from None
+    fields: dict[str, Any] = {}
+    for raw, value in budget.items():
+        key = str(raw).strip().replace("-", "_").lower()
+        key = _SHORT.get(key, key)
+        if key not in BUDGET_FIELDS:
+            raise ValueError(f"unknown budget field {raw!r} (known: {', '.join(BUDGET_FIELDS)}; "
+                             f"short names: {', '.join(_SHORT)})")
+        if isinstance(value, str):
+            text = value.strip().lower()
+            if key == "safety_seconds":
+                value = None if text in ("none", "off", "") else _number(key, text, float)
+            else:
+                value = _number(key, text, int)
+        fields[key] = value
+    return Limits(**fields)
+
+
+def _number(key: str, text: str, kind: type) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"budget {key}: expected {'an integer' if kind is int else 'a number'}, got {text!r}") \
+            from None
 
 
 @dataclass
@@ -231,10 +306,18 @@ def _active_schedule(group: Group, active: Sequence[Any]) -> Any:
 
 # ------------------------------------------------------------------------------------------------ running
 
+def now() -> float:
+    """The clock of the safety net and of the reported group times (``time.perf_counter``; a function of its own
+    so that a test can stand in a clock that runs fast)."""
+    return time.perf_counter()
+
+
 def run_group(egraph: EGraph, group: Group, limits: Limits, *, kernel: str = "", deadline: float | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> GroupRun:
-    """Run one group on ``egraph`` under ``limits`` (``deadline``: the clock value where the whole optimization
-    must stop)."""
+              clock: Callable[[], float] | None = None) -> GroupRun:
+    """Run one group on ``egraph`` under the budget ``limits``. ``deadline`` is the ``clock`` value of the kernel's
+    wall-clock safety net (:attr:`Limits.safety_seconds` from the kernel's start): crossing it between two
+    iterations raises :class:`~intent_eqsat.errors.SearchTimeout`; it never decides where a group stops."""
+    clock = clock or now
     names = {r.decl: r.name for r in group.rules}
     anames = _analysis_names(group.analyses)
     res = GroupRun(group.name, kernel, matches={r.name: 0 for r in group.rules},
@@ -251,23 +334,14 @@ def run_group(egraph: EGraph, group: Group, limits: Limits, *, kernel: str = "",
     backoff = group.schedule == "backoff"
     times_banned: dict[str, int] = {}
     banned_until: dict[str, int] = {}
-    last_dt: float | None = None
-    last_growth = 1.0
-    predicted_note = ""
+    total_matches = 0
     while True:
-        now = clock()
-        elapsed = now - start
-        predicted = last_dt * max(1.0, last_growth) if last_dt is not None else 0.0
+        if deadline is not None:
+            t = clock()
+            if t > deadline:
+                raise SearchTimeout(kernel, group.name, limits, res.iterations, t - start)
         if res.iterations >= limits.max_iterations:
             res.stop = "iteration_limit"
-            break
-        if elapsed + predicted > limits.max_seconds:
-            res.stop = "time_limit"
-            if elapsed < limits.max_seconds:
-                predicted_note = f" (the next iteration would take about {predicted:.2f} s)"
-            break
-        if deadline is not None and now + predicted > deadline:
-            res.stop = "total_time_limit"
             break
         active = [r for r in group.rules if banned_until.get(r.name, 0) <= res.iterations] if backoff \
             else list(group.rules)
@@ -277,16 +351,13 @@ def run_group(egraph: EGraph, group: Group, limits: Limits, *, kernel: str = "",
             banned_until.clear()
             continue
         schedule = steps[0] if len(steps) == 1 else seq(*steps)
-        t0 = clock()
         with no_let_hoisting():
             report = egraph.run(schedule)
-        last_dt = clock() - t0
         res.iterations += 1
-        new_size = egraph_size(egraph)
-        last_growth = new_size / max(1, size)
-        size = new_size
+        size = egraph_size(egraph)
         this: dict[str, int] = {}
         for decl, n in report.num_matches_per_rule.items():
+            total_matches += n
             name = names.get(decl)
             if name is not None:
                 this[name] = this.get(name, 0) + n
@@ -313,6 +384,9 @@ def run_group(egraph: EGraph, group: Group, limits: Limits, *, kernel: str = "",
                 continue
             res.stop = "saturated"
             break
+        if total_matches > limits.max_matches:
+            res.stop = "match_limit"
+            break
     res.seconds = clock() - start
     res.size_after = size
     res.banned = dict(times_banned)
@@ -321,12 +395,9 @@ def run_group(egraph: EGraph, group: Group, limits: Limits, *, kernel: str = "",
     if res.stop == "node_limit":
         res.remark = (f"{where}{group.name}: node limit {limits.max_nodes} reached after {its}; best program so far "
                       f"extracted (e-graph {size} rows)")
-    elif res.stop == "time_limit":
-        res.remark = (f"{where}{group.name}: time limit {limits.max_seconds:g} s reached after {its}"
-                      f"{predicted_note}; best program so far extracted")
-    elif res.stop == "total_time_limit":
-        res.remark = (f"{where}{group.name}: total time limit {limits.max_total_seconds:g} s reached after {its}; "
-                      f"best program so far extracted")
+    elif res.stop == "match_limit":
+        res.remark = (f"{where}{group.name}: match limit {limits.max_matches} reached after {its} "
+                      f"({total_matches} matches); best program so far extracted")
     elif res.stop == "iteration_limit":
         res.remark = (f"{where}{group.name}: iteration limit {limits.max_iterations} reached without saturation; "
                       f"best program so far extracted")
@@ -335,9 +406,10 @@ def run_group(egraph: EGraph, group: Group, limits: Limits, *, kernel: str = "",
 
 def run_groups(egraph: EGraph, groups: Iterable[Group], limits: Limits, *, kernel: str = "",
                deadline: float | None = None, after: Callable[[Group, GroupRun], None] | None = None,
-               clock: Callable[[], float] = time.perf_counter) -> list[GroupRun]:
+               clock: Callable[[], float] | None = None) -> list[GroupRun]:
     """Run ``groups`` in PASS-3 order (ORDER, then name); ``after(group, run)`` is called after each one (the
-    optimizer extracts, decodes and verifies there, so a failure names the group)."""
+    optimizer extracts, decodes and verifies there, so a failure names the group). ``deadline``: the kernel's
+    safety net (:func:`run_group`)."""
     out = []
     for g in sorted(groups, key=lambda g: (g.order, g.name)):
         r = run_group(egraph, g, limits, kernel=kernel, deadline=deadline, clock=clock)
@@ -371,4 +443,4 @@ def format_trace(runs: Sequence[GroupRun], locations: dict[str, str] | None = No
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Limits", "GroupRun", "STOPS", "Workspace", "workspace", "egraph_size", "run_group", "run_groups", "format_trace"]
+__all__ = ["Limits", "make_limits", "BUDGET_FIELDS", "SearchTimeout", "GroupRun", "STOPS", "Workspace", "workspace", "egraph_size", "now", "run_group", "run_groups", "format_trace"]

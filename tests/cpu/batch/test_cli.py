@@ -151,3 +151,20 @@ def test_explain_with_the_optimizer(capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert out.startswith("kernel gemm (target sm90, provider triton") and "chosen program" in out
+
+
+def test_budget_bounds_the_search_in_iterations_and_bad_budgets_are_usage_errors(capsys):
+    """--budget: one iteration per group stops the groups that need more with a remark naming the limit (the
+    same on every machine: a count, not a time); the default budget lets every group of softmax saturate."""
+    softmax = str(CORPUS / "softmax.kir")
+    assert cli.main(["optimize", softmax, "--budget", "iterations=1"]) == 0
+    one = capsys.readouterr()
+    assert "iteration limit 1 reached without saturation; best program so far extracted" in one.err
+    ir.verify(ir.parse_module(one.out))
+    assert cli.main(["optimize", softmax]) == 0
+    full = capsys.readouterr()
+    assert "limit" not in full.err and full.out != one.out
+    for bad, why in (("iterations", "NAME=VALUE"), ("seconds=3", "unknown budget field 'seconds'"),
+                     ("nodes=0", "max_nodes: expected a positive integer"), ("iterations=x", "expected an integer")):
+        assert cli.main(["optimize", softmax, "--budget", bad]) == 2
+        assert why in capsys.readouterr().err

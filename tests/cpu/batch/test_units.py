@@ -73,6 +73,20 @@ def test_cache_key_covers_what_the_output_depends_on_and_not_the_path(monkeypatc
     assert cache.tool_version() == f"0.1.0+src.{cache.source_fingerprint()[:16]}"
 
 
+def test_cache_key_covers_the_search_budget_but_not_the_safety_net():
+    """Issue 21: the budget bounds the search, so it decides the program: part of the key when the optimizer runs.
+    The wall-clock safety net never changes a program that is produced: not part of it."""
+    from intent_eqsat.rules.schedule import Limits
+
+    base = cache.job_key(_job(), "none")
+    assert cache.job_key(_job(budget=Limits().as_dict()), "none") == base          # the default, spelled out
+    assert cache.job_key(_job(budget={"iterations": 7}), "none") != base
+    assert cache.job_key(_job(budget={"nodes": 1000}), "none") != base
+    assert cache.job_key(_job(budget={"safety_seconds": 5.0}), "none") == base
+    off = cache.job_key(_job(optimize=False), "none")
+    assert cache.job_key(_job(optimize=False, budget={"iterations": 7}), "none") == off
+
+
 def test_cache_key_covers_the_tuning_files_contents(tmp_path):
     """--calibration: the tuning files' bytes are part of the key when the optimizer runs (a new measurement may
     change the pick); not their paths, and not at all without the optimizer."""
@@ -99,6 +113,8 @@ def test_cache_stores_deterministic_results_and_relocates_errors(tmp_path):
     for status in ("timeout", "crash"):
         assert not c.put("cd" * 32, "a.kir", {"status": status, "error": {"kind": "Timeout"}})
     assert not c.put("cd" * 32, "a.kir", {"status": "error", "error": {"kind": "InternalError"}})
+    # the search's wall-clock safety net depends on the machine's load: never stored (issue 21)
+    assert not c.put("cd" * 32, "a.kir", {"status": "error", "error": {"kind": "SearchTimeout"}})
     assert c.get("cd" * 32, "a.kir") is None
     (tmp_path / "ef").mkdir()
     (tmp_path / "ef" / ("ef" * 32 + ".json")).write_text("{not json")

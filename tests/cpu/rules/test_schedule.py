@@ -96,16 +96,81 @@ def test_unbounded_group_stops_at_the_node_limit_with_a_verified_program():
     assert res.remarks[0].startswith("kernel k: ")
 
 
-def test_iteration_and_time_limits():
+def test_iteration_limit():
     m = _program(MUL_ONE)
     res = optimize(m, rulebooks=FX, groups=["unbounded"], limits=Limits(max_iterations=3))
     assert res.kernels["k"].runs[0].iterations == 3
+    assert res.kernels["k"].runs[0].stop == "iteration_limit"
     assert "unbounded: iteration limit 3 reached" in res.remarks[0]
-    res = optimize(m, rulebooks=FX, groups=["unbounded"], limits=Limits(max_seconds=0.0))
-    assert res.kernels["k"].runs[0].stop == "time_limit" and "unbounded: time limit 0 s reached" in res.remarks[0]
     ir.verify(res.program)
-    res = optimize(m, rulebooks=FX, groups=["identity", "unbounded"], limits=Limits(max_total_seconds=0.0))
-    assert [r.stop for r in res.kernels["k"].runs] == ["total_time_limit", "total_time_limit"]
+
+
+def test_match_limit_stops_a_group_by_its_matches():
+    m = _program(MUL_ONE)
+    res = optimize(m, rulebooks=FX, groups=["unbounded"], limits=Limits(max_matches=50))
+    run = res.kernels["k"].runs[0]
+    total = sum(run.matches.values()) + sum(run.analysis_matches.values())
+    assert run.stop == "match_limit" and total > 50
+    assert f"unbounded: match limit 50 reached after {run.iterations} iterations ({total} matches)" in res.remarks[0]
+    ir.verify(res.program)
+    # one iteration less stays under the limit: the group stopped at the first iteration that crossed it
+    fewer = optimize(m, rulebooks=FX, groups=["unbounded"], limits=Limits(max_iterations=run.iterations - 1))
+    r2 = fewer.kernels["k"].runs[0]
+    assert sum(r2.matches.values()) + sum(r2.analysis_matches.values()) <= 50
+
+
+def test_a_budget_limit_gives_the_same_program_however_slow_the_clock(monkeypatch):
+    """Issue 21: where a group stops depends on counts only. A clock that runs 1000 s per reading (a very loaded
+    machine) gives the same iterations, remarks and program as the real clock, with the safety net off."""
+    from intent_eqsat.rules import schedule
+
+    m = _program(MUL_ONE)
+    budget = Limits(max_iterations=4, safety_seconds=None)
+    a = optimize(m, rulebooks=FX, groups=["identity", "unbounded"], limits=budget)
+    ticks = iter(range(0, 10**9, 1000))
+    monkeypatch.setattr(schedule, "now", lambda: float(next(ticks)))
+    b = optimize(m, rulebooks=FX, groups=["identity", "unbounded"], limits=budget)
+    assert [(r.group, r.stop, r.iterations, r.size_after) for r in a.kernels["k"].runs] == \
+        [(r.group, r.stop, r.iterations, r.size_after) for r in b.kernels["k"].runs]
+    assert a.remarks == b.remarks and a.program == b.program
+
+
+def test_the_safety_net_is_an_error_naming_kernel_group_and_budget(monkeypatch):
+    from intent_eqsat.errors import SearchTimeout
+    from intent_eqsat.rules import schedule
+
+    # readings: the kernel's start 0 (deadline 2500), the group's start 1000, a check at 2000 (one iteration
+    # runs), a check at 3000 (past the deadline)
+    ticks = iter(range(0, 10**9, 1000))
+    monkeypatch.setattr(schedule, "now", lambda: float(next(ticks)))
+    with pytest.raises(SearchTimeout) as info:
+        optimize(_program(MUL_ONE), rulebooks=FX, groups=["unbounded"], limits=Limits(safety_seconds=2500.0))
+    err = info.value
+    assert err.kernel == "k" and err.group == "unbounded" and err.safety_seconds == 2500.0
+    assert err.iterations == 1 and err.seconds == 2000.0
+    assert err.budget == Limits().key() and "max_iterations=40" in err.budget
+    assert str(err).startswith("kernel k: the search outlived its wall-clock safety net of 2500 s in group "
+                               "unbounded after 1 iteration(s) (2000.0 s in that group; budget max_nodes=")
+
+
+def test_budget_from_mappings_and_text_and_bad_budgets():
+    from intent_eqsat.rules.schedule import make_limits
+
+    assert make_limits({"iterations": "7", "nodes": 900}) == Limits(max_iterations=7, max_nodes=900)
+    assert make_limits({"safety_seconds": "none"}).safety_seconds is None
+    assert pipeline.make_budget("iterations=7, matches=10") == Limits(max_iterations=7, max_matches=10)
+    assert Limits(max_iterations=7).key() != Limits().key()
+    assert Limits(safety_seconds=5.0).key() == Limits().key()          # the safety net never changes a program
+    for bad, says in [({"seconds": 3}, "unknown budget field 'seconds'"), ({"iterations": 0}, "max_iterations"),
+                      ({"nodes": "many"}, "max_nodes: expected an integer"), ("iterations", "NAME=VALUE")]:
+        with pytest.raises(pipeline.UsageError, match=says):
+            pipeline.make_budget(bad)
+
+
+def test_the_budget_is_in_the_report():
+    res = optimize(_program(MUL_ONE), rulebooks=FX, groups=["identity"], limits={"iterations": 9})
+    assert res.report["budget"] == Limits(max_iterations=9).budget()
+    assert "safety_seconds" not in res.report["budget"]
 
 
 def test_backoff_bans_a_rule_that_matches_too_often():
