@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", default="sm90")
     ap.add_argument("--suite", action="store_true", help="also the bench/perf.py suite at its compile sizes")
     ap.add_argument("--only-suite", action="store_true", help="the suite alone")
+    ap.add_argument("--match", action="append", metavar="TEXT", help="only kernels whose name contains TEXT "
+                    "(repeatable)")
     ap.add_argument("--busy", type=int, default=0, metavar="N", help="CPU-bound processes kept running beside it")
     ap.add_argument("--json", default=None)
     ap.add_argument("files", nargs="*")
@@ -94,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         cases = [] if args.only_suite else corpus_cases()
         if args.suite or args.only_suite:
             cases += suite_cases()
+    if args.match:
+        cases = [c for c in cases if any(m in c["name"] for m in args.match)]
     busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
     rows = []
     try:
