@@ -6,8 +6,8 @@
 
 Every stage is deterministic: the same KIR text, target, options, rulebooks, search budget and provider give the same
 program and the same source bytes, on any machine under any load (the search is bounded in iterations, e-graph rows
-and matches, never in seconds: :mod:`intent_eqsat.rules.schedule`). A failing stage raises the layer's own typed error (``ParseError``, ``KirError``,
-``ConstructionError``, ``VerificationError``, one of the four ``Unsupported`` kinds, :class:`ProviderUnavailable`,
+and matches, never in seconds: :mod:`intent_eqsat.rules.schedule`). A failing stage raises the layer's own typed
+error (``ParseError``, ``KirError``, ``ConstructionError``, ``VerificationError``, one of the four ``Unsupported`` kinds, :class:`ProviderUnavailable`,
 ...) after :func:`annotate` has attached ``err.stage`` and ``err.kir_location`` (the ``file:line:col`` of the KIR
 text the failure traces back to, found through the origin map when the error names a program location).
 

@@ -158,6 +158,7 @@ def _make_jobs(cfg: BatchConfig, paths: list[str]) -> tuple[list[dict], list[dic
     jobs, bases = [], []
     stems = _stems(paths)
     opts = pipeline.options_dict(pipeline.make_options(cfg.options))
+    budget = pipeline.make_budget(cfg.budget).as_dict()
     for path in paths:
         try:
             text: str | None = Path(path).read_text(encoding="utf-8")
@@ -170,7 +171,7 @@ def _make_jobs(cfg: BatchConfig, paths: list[str]) -> tuple[list[dict], list[dic
                    "options": opts, "rulebooks": cfg.rulebooks, "optimize": cfg.optimize, "debug_hook": hook,
                    "sizes": dict(sorted(cfg.sizes.items())) if cfg.sizes else None,
                    "calibration": list(cfg.calibration) if cfg.calibration else None,
-                   "budget": pipeline.make_budget(cfg.budget).as_dict(),
+                   "budget": budget,
                    "specialize": ({k: list(v) for k, v in cfg.specialize.items()}
                                   if cfg.specialize and cfg.kind == "compile" else None)}
             if cfg.kind == "check":

@@ -63,6 +63,7 @@ from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import registry as R
 from intent_eqsat.rules.egraph import Export, KernelGraph
 from intent_eqsat.rules.schedule import GroupRun, Limits, run_group
+from intent_eqsat.rules.schedule import now as schedule_now
 from intent_eqsat.rules.sorts import SIGNATURES
 from intent_eqsat.rules.terms import T, from_json_choice
 
@@ -704,7 +705,7 @@ class _Auditor:
 
     def run(self, graph: KernelGraph, group: R.Group, kernel: str) -> GroupRun:
         safety = self.limits.safety_seconds
-        deadline = time.perf_counter() + safety if safety is not None else None
+        deadline = schedule_now() + safety if safety is not None else None
         return run_group(graph.egraph, group, self.limits, kernel=kernel, deadline=deadline)
 
     def check_stage(self, case: _KernelCase, graph: KernelGraph, group: str, previous: T, label: str,

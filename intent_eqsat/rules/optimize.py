@@ -548,11 +548,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
     t_start = time.perf_counter()
     if not isinstance(program, Module):
         raise TypeError(f"optimize takes an ir.Module, got {type(program).__name__}")
-    try:
-        limits = make_limits(limits)
-    except ValueError as err:
-        from intent_eqsat.pipeline import UsageError
-        raise UsageError(str(err)) from None
+    limits = make_limits(limits)          # a bad field is a ValueError naming it (pipeline: a UsageError)
     tgt = get_target(target if target is not None else program.target)
     target_name = program.target if target is None else tgt.name
     opts = _options(program, options)
@@ -578,7 +574,8 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
             out_kernels.append(k)
             continue
         kw = dict(target=target_name, options=opts, groups=selected, limits=limits, cost=cost, facts=the_facts,
-                  verify_each_group=verify_each_group, n_candidates=candidates, snapshots=snapshots, keep_graph=keep_graphs, phases=phases)
+                  verify_each_group=verify_each_group, n_candidates=candidates, snapshots=snapshots,
+                  keep_graph=keep_graphs, phases=phases)
         if ws is None:
             kr = _optimize_kernel(k, program, **kw)         # a private EGraph per kernel (kept on the result)
         else:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from egglog import EGraph, Ruleset, ruleset, run, seq
@@ -71,7 +71,9 @@ class Limits:
     safety_seconds: float | None = 1800.0
 
     def __post_init__(self) -> None:
-        for name in ("max_nodes", "max_iterations", "max_matches", "match_limit", "ban_length", "analysis_steps"):
+        for name in BUDGET_FIELDS:
+            if name == "safety_seconds":
+                continue
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"budget {name}: expected a positive integer, got {value!r}")
@@ -93,9 +95,8 @@ class Limits:
         return ",".join(f"{k}={v}" for k, v in self.budget().items())
 
 
-#: the names :func:`make_limits` accepts (``nodes=`` for ``max_nodes`` and so on, as the CLI's ``--budget`` spells)
-BUDGET_FIELDS = ("max_nodes", "max_iterations", "max_matches", "match_limit", "ban_length", "analysis_steps",
-                 "safety_seconds")
+#: the field names :func:`make_limits` accepts (besides the short names of ``_SHORT``, as ``--budget`` spells them)
+BUDGET_FIELDS = tuple(f.name for f in fields(Limits))
 _SHORT = {"nodes": "max_nodes", "iterations": "max_iterations", "matches": "max_matches"}
 
 
@@ -443,4 +444,5 @@ def format_trace(runs: Sequence[GroupRun], locations: dict[str, str] | None = No
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Limits", "make_limits", "BUDGET_FIELDS", "SearchTimeout", "GroupRun", "STOPS", "Workspace", "workspace", "egraph_size", "now", "run_group", "run_groups", "format_trace"]
+__all__ = ["Limits", "make_limits", "BUDGET_FIELDS", "SearchTimeout", "GroupRun", "STOPS", "Workspace", "workspace",
+           "egraph_size", "now", "run_group", "run_groups", "format_trace"]
