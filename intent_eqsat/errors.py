@@ -33,6 +33,11 @@ class IntentError(Exception):
         super().__init__(f"{location}: {message}" if location is not None else message)
 
 
+class UsageError(IntentError, ValueError):
+    """A bad argument to the API or the CLI (unknown provider, rulebook or option, malformed value, missing
+    file ...): the CLI's exit status 2. Defined here, below every layer, so that any layer can raise it."""
+
+
 class ParseError(IntentError):
     """Malformed text input (GPU IR text or .kir); ``location`` is a SourceLocation."""
 

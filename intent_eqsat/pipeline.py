@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from intent_eqsat import ir, kir
-from intent_eqsat.errors import IntentError, SourceLocation
+from intent_eqsat.errors import IntentError, SourceLocation, UsageError
 from intent_eqsat.ir.core import NUMERICS, CompileOptions
 
 STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "serialize")
@@ -50,10 +50,6 @@ SKIPPED_REMARK = "optimization skipped (optimize=False): constructed program use
 
 class ProviderUnavailable(IntentError):
     """The requested provider's serializer cannot be imported (not built yet, or its dependency is missing)."""
-
-
-class UsageError(IntentError, ValueError):
-    """A bad argument to the API or the CLI (unknown provider, malformed option, missing file ...)."""
 
 
 # ----------------------------------------------------------------------------------------------- arguments
@@ -251,6 +247,16 @@ def rules_function(name: str) -> Callable[..., Any] | None:
     return fn if callable(fn) else None
 
 
+def check_rulebooks(rulebooks: Any) -> None:
+    """Load the named rulebooks before any stage runs, so an unknown name is a :class:`UsageError` at once (not an
+    error of the optimize stage after construction) and a broken rulebook a ``RulebookError`` naming its file."""
+    if rulebooks is None or optimizer() is None:
+        return
+    from intent_eqsat.rules.registry import load as load_rulebooks
+
+    load_rulebooks(rulebooks)
+
+
 def rulebook_versions(rulebooks: Any = None) -> Any:
     """``intent_eqsat.rules.rulebook_versions(rulebooks)`` (or ``RULEBOOK_VERSIONS``) when present, else
     ``"none"``; a rulebook set that fails to load gives ``"unavailable: <error>"`` (its jobs then fail, located)."""
@@ -434,6 +440,8 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     opts = make_options(options)
     request = make_specialize(specialize)
     limits = make_budget(budget) if budget is not None else None
+    if optimize_program:
+        check_rulebooks(rulebooks)
     if provider is not None:
         check_provider(provider)
         if request and not prints_specializations(provider):

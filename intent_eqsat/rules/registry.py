@@ -40,7 +40,7 @@ from typing import Any, Iterable, Sequence
 
 from egglog import Ruleset
 
-from intent_eqsat.errors import IntentError
+from intent_eqsat.errors import IntentError, UsageError
 
 HEADINGS = ("Reads", "Legality", "Rewrites", "Preserves", "Invalidates", "Verifier")
 SCHEDULES = ("saturate", "backoff")
@@ -54,6 +54,11 @@ _ENGINE_FILES = ("sorts.py", "terms.py", "encode.py", "decode.py", "egraph.py", 
 
 class RulebookError(IntentError):
     """A rulebook module breaks the group contract (missing heading, GROUP mismatch, unnamed rule, ...)."""
+
+
+class UnknownRulebook(UsageError, LookupError):
+    """A ``rulebooks`` argument names no module, file or directory: a usage error (CLI exit 2), and a LookupError
+    for callers that catch unknown names."""
 
 
 @dataclass(frozen=True)
@@ -273,10 +278,19 @@ def _import_name(name: str) -> ModuleType:
         raise
     except ModuleNotFoundError as err:
         if err.name == name or (err.name and name.startswith(err.name + ".")):
-            raise LookupError(f"no rulebook module {name!r}") from None
+            raise UnknownRulebook(f"no rulebook module {name!r}") from None
         raise RulebookError(f"rulebook fails to import: {err}", where) from err
     except Exception as err:
         raise RulebookError(f"rulebook fails to import: {type(err).__name__}: {err}", where) from err
+
+
+def _import_file(path: Path) -> ModuleType:
+    """A rulebook file; one of the built-in ``rulebooks/`` is imported as its package module, so naming the
+    built-in directory (or a file in it) beside the defaults never registers its rules twice (egglog refuses a
+    second definition of a name: "Shadowing is not allowed")."""
+    if path.resolve().parent == rulebooks_dir():
+        return _import_name(f"rulebooks.{path.stem}")
+    return _import_path(path)
 
 
 def _resolve(items: Any) -> list[ModuleType]:
@@ -298,11 +312,11 @@ def _resolve(items: Any) -> list[ModuleType]:
         path = Path(text)
         if text.endswith(".py") or os.sep in text or path.is_dir():
             if path.is_dir():
-                out.extend(_import_path(p) for p in _module_files(path))
+                out.extend(_import_file(p) for p in _module_files(path))
             elif path.is_file():
-                out.append(_import_path(path))
+                out.append(_import_file(path))
             else:
-                raise LookupError(f"no rulebook file or directory {text!r}")
+                raise UnknownRulebook(f"no rulebook file or directory {text!r}")
             continue
         if "." in text:
             out.append(_import_name(text))
@@ -310,7 +324,7 @@ def _resolve(items: Any) -> list[ModuleType]:
             candidate = rulebooks_dir() / f"{text}.py"
             if not candidate.is_file():
                 known = ", ".join(p.stem for p in _module_files(rulebooks_dir()))
-                raise LookupError(f"no rulebook {text!r} (known: {known or 'none'})")
+                raise UnknownRulebook(f"no rulebook {text!r} (known: {known or 'none'})")
             out.append(_import_name(f"rulebooks.{text}"))
     seen: set[int] = set()
     uniq = []

@@ -168,3 +168,17 @@ def test_budget_bounds_the_search_in_iterations_and_bad_budgets_are_usage_errors
                      ("nodes=0", "max_nodes: expected a positive integer"), ("iterations=x", "expected an integer")):
         assert cli.main(["optimize", softmax, "--budget", bad]) == 2
         assert why in capsys.readouterr().err
+
+
+def test_unknown_rulebooks_are_usage_errors_before_any_stage(capsys, monkeypatch):
+    """``rules list`` and ``compile`` with an unknown rulebook: exit 2 and a one-line message naming it, no
+    traceback, and compile stops before construction (issue 25.11)."""
+    assert cli.main(["rules", "list", "--rulebooks", "nosuch"]) == 2
+    assert "no rulebook 'nosuch' (known: blocking" in capsys.readouterr().err
+    stages: list[str] = []
+    real_run = pipeline.run
+    monkeypatch.setattr(pipeline, "run", lambda *a, **k: real_run(*a, on_stage=stages.append, **k))
+    assert cli.main(["compile", str(CORPUS / "row_sum.kir"), "--rulebooks", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "compile: no rulebook 'nosuch'" in err and "InternalError" not in err and "Traceback" not in err
+    assert stages == []

@@ -172,8 +172,31 @@ def test_version_follows_the_sources(tmp_path):
 
 
 def test_unknown_rulebook_name():
-    with pytest.raises(LookupError):
-        registry.load(["no_such_group_anywhere"])
+    """An unknown name, file or directory is a usage error (CLI exit 2) that is also a LookupError (issue 25.11)."""
+    from intent_eqsat.errors import UsageError
+
+    for bad in (["no_such_group_anywhere"], ["/no/such/dir/x.py"], ["rulebooks.no_such_module"]):
+        with pytest.raises(UsageError) as info:
+            registry.load(bad)
+        assert isinstance(info.value, LookupError) and "no rulebook" in str(info.value)
+
+
+def test_the_built_in_directory_beside_a_user_file_imports_each_module_once():
+    """``--rulebooks rulebooks/,my.py``: the built-in files are the package's own modules, not second copies whose
+    rules egglog would refuse to define again ("Shadowing is not allowed", issue 25.11); a program optimizes."""
+    from intent_eqsat import construct, ir, kir, rules
+
+    default = registry.load()
+    both = registry.load([str(ROOT / "rulebooks"), str(HERE / "rulebooks_fixture" / "identity.py")])
+    assert set(default.names) < set(both.names)
+    for name in default.names:
+        assert both.group(name).module is default.group(name).module
+    source = (ROOT / "examples" / "corpus" / "row_sum.kir").read_text()
+    module = kir.parse(source, "row_sum.kir")
+    program = construct.construct(module, target="sm90")
+    result = rules.optimize(program, target="sm90", rulebooks=[str(ROOT / "rulebooks") + "/",
+                                                               str(HERE / "rulebooks_fixture" / "identity.py")])
+    ir.verify(result.program)
 
 
 # ------------------------------------------------------------------------------------------------ the real rulebooks
