@@ -371,3 +371,16 @@ def test_launcher_grid_limit_error_is_defined_in_the_generated_module(monkeypatc
         gemm.launch(None, a, b, c)
     assert err.value.kind == "hardware_capability" and "allows 1" in err.value.reason
     assert err.value.location == "kernel gemm" and not isinstance(err.value, IntentError)
+
+
+def test_launcher_rejects_an_output_that_overlaps_an_input() -> None:
+    """The cuTile launcher shares the Triton launcher's overlap check (issue 25.10): a stride-0 output and an output
+    sharing an input's storage are rejected before the grid is even computed."""
+    torch = pytest.importorskip("torch")
+    gemm = load_source_for(gemm_module(), "gemm", GEMM_PARAMS)
+    a, b = torch.zeros(100, 40, dtype=torch.float16), torch.zeros(40, 130, dtype=torch.float16)
+    with pytest.raises(ValueError, match="written view C has overlapping elements"):
+        gemm.launch(None, a, b, torch.zeros(1, 1, dtype=torch.float16).expand(100, 130))
+    buf = torch.zeros(100 * 130, dtype=torch.float16)
+    with pytest.raises(ValueError, match="written view C overlaps the view A in memory"):
+        gemm.launch(None, buf[:4000].view(100, 40), b, buf.view(100, 130))

@@ -81,6 +81,28 @@ def test_gemm_launcher_checks_arguments(gen_dir) -> None:
     mod.launch(torch.zeros(0, 7, dtype=torch.float16), B, torch.zeros(0, 3, dtype=torch.float16))
 
 
+def test_launcher_rejects_written_views_that_overlap(gen_dir) -> None:
+    """A stride-0 output, an output sharing storage with an input (an in-place "transpose"), and two views of one
+    buffer that intersect are rejected before the launch, naming the views; disjoint slices of one buffer are
+    accepted (issue 25.10). C is left untouched by a rejected launch."""
+    import torch
+    m = parse_module(_gemm_text("f32"))
+    mod = _generate(m, "gemm", gen_dir, {"BM": 16, "BN": 16, "BK": 16})
+    A, B = torch.ones(5, 7), torch.ones(7, 3)
+    with pytest.raises(ValueError, match=r"written view C has overlapping elements \(shape \(5, 3\), strides "
+                                         r"\(0, 0\)\)"):
+        mod.launch(A, B, torch.zeros(1, 1).expand(5, 3))
+    square = torch.ones(7, 7)
+    with pytest.raises(ValueError, match="written view C overlaps the view A in memory"):
+        mod.launch(square, torch.ones(7, 7), square.t())
+    buf = torch.zeros(5 * 7 + 5 * 3)
+    with pytest.raises(ValueError, match="written view C overlaps the view A"):
+        mod.launch(buf[:35].view(5, 7), B, buf[30:45].view(5, 3))
+    buf[:35] = 1.0
+    mod.launch(buf[:35].view(5, 7), B, buf[35:].view(5, 3))          # disjoint parts of one buffer
+    assert torch.equal(buf[35:], torch.full((15,), 7.0)) and torch.equal(buf[:35], torch.ones(35))
+
+
 def test_gemm_strided_views(gen_dir) -> None:
     """Runtime strides come from the tensors (a transposed B and a column slice of A)."""
     import torch

@@ -38,6 +38,7 @@ from intent_eqsat.ir.types import FragmentType, Type
 from intent_eqsat.providers.cutile.legalize import (MAX_EXPANSION_NUMEL, MAX_TILE_ELEMENTS, ORDERS, SCOPES,
                                                     AccessPlan, IndexTerm, KernelPlan, legalize)
 from intent_eqsat.providers.errors import LAUNCH_ERROR_SOURCE, SharedLegalityUnsupported
+from intent_eqsat.providers.launch_checks import OVERLAP_CHECK_SOURCE, overlap_check_call
 from intent_eqsat.providers.targets import Target
 
 CT_DTYPES = {"i1": "ct.bool_", "i8": "ct.int8", "i16": "ct.int16", "i32": "ct.int32", "i64": "ct.int64",
@@ -277,6 +278,7 @@ class _Printer:
         for pr in (self, *specialized):
             out += pr.signature_source() + ["", ""]
         out += ["def _cdiv(a, b):", "    return -((-a) // b)", "", ""]
+        out += [*OVERLAP_CHECK_SOURCE.rstrip("\n").split("\n"), "", ""]
         for sp in specialized:
             out += sp.launcher_source() + ["", ""]
         out += self.launcher_source(specialized)
@@ -1223,6 +1225,10 @@ class _Printer:
                 out.append(f"    if {nm}.shape[{axis}] > 1 and {nm}.stride({axis}) != {want}:")
                 out.append(f"        raise ValueError(f\"argument {a.name} has stride {{{nm}.stride({axis})}} on "
                            f"axis {axis}; the ABI declares {{{want}}}\")")
+        views = [(a.name, self.names[a.name], a.alias) for a in k.abi if a.is_view and not a.private]
+        written = [(a.name, self.names[a.name], a.alias) for a in k.abi if a.is_view and not a.private
+                   and a.access in ("write", "readwrite")]
+        out += overlap_check_call(k.name, written, views)
         if specialized:
             out += self._dispatch(specialized)
         needs_torch = any(a.private and a.is_view for a in k.abi)

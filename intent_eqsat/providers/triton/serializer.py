@@ -37,6 +37,7 @@ from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, 
 from intent_eqsat.ir.spec import access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, Type
 from intent_eqsat.providers.errors import LAUNCH_ERROR_SOURCE, SharedLegalityUnsupported, Unsupported
+from intent_eqsat.providers.launch_checks import OVERLAP_CHECK_SOURCE, overlap_check_call
 from intent_eqsat.providers.targets import Target, get_target
 from intent_eqsat.providers.triton.legalize import SCOPES, SEMS, KernelPlan, legalize
 
@@ -602,6 +603,9 @@ class _Printer:
         out.extend(self.launcher(specialized))
         out.append("")
         out.append("")
+        out.append(OVERLAP_CHECK_SOURCE.rstrip("\n"))
+        out.append("")
+        out.append("")
         out.append("_FTZ_OFF = []")
         out.append("")
         out.append("")
@@ -739,6 +743,9 @@ class _Printer:
                      f"known factors of its extent {format_launch_expr(self.abi[view].value.type.shape[axis])}')")
             L.append(f"    {self.arg_ident['sym:' + sym]} = {i}.shape[{axis}] // ({known})")
         L.extend(checks)
+        views = [(a.name, self.arg_ident["abi:" + a.name], a.alias) for a in public if a.is_view]
+        written = [v for v, a in zip(views, [a for a in public if a.is_view]) if a.access in ("write", "readwrite")]
+        L.extend(overlap_check_call(k.name, written, views))
         if specialized:
             L.extend(self._dispatch(specialized))
         devs = [self.arg_ident["abi:" + a.name] for a in k.abi if a.is_view and not a.private]
