@@ -308,7 +308,7 @@ def _rules_audit(args: argparse.Namespace, fn: Any) -> int:
                                   options=_options(args.options), groups=_list(args.groups),
                                   examples=args.examples, programs=args.programs, seed=args.seed,
                                   min_size=args.min_size, max_size=args.max_size, max_elements=args.max_elements,
-                                  progress=not args.no_progress)
+                                  progress=not args.no_progress, variants=not args.no_option_variants)
     try:                                   # an audit function that takes fewer options gets the ones it names
         params = inspect.signature(fn).parameters
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
@@ -495,8 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("paths", nargs="*", metavar="DIR|GLOB|FILE", help="corpus (default: examples/corpus)")
     _common(r, provider=False)
     r.add_argument("--groups", metavar="NAME[,NAME]", help="audit only these groups (default: every group)")
-    r.add_argument("--examples", type=int, default=4, metavar="N",
-                   help="hypothesis-drawn instances (shapes + input values) per kernel (default 4)")
+    r.add_argument("--examples", type=int, default=5, metavar="N",
+                   help="hypothesis-drawn instances (shapes + input values) per kernel (default 5: one per value "
+                        "distribution, N(0,1), x100, wide range, signed zeros, near underflow)")
     r.add_argument("--programs", type=int, default=4, metavar="N",
                    help="programs extracted and checked per group and kernel (default 4)")
     r.add_argument("--seed", type=int, default=0, help="seed of the instances and extractions (default 0)")
@@ -507,6 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "with it)")
     r.add_argument("--json", metavar="PATH", help="also write the audit as JSON here")
     r.add_argument("--no-progress", action="store_true", help="no per-kernel progress lines on stderr")
+    r.add_argument("--no-option-variants", action="store_true",
+                   help="do not re-run the groups of rules that never fired under the compile options one field "
+                        "away (numerics, online_reduction, ...)")
     p.set_defaults(func=cmd_rules)
 
     p = sub.add_parser("explain", help="why this program: cost breakdown against the runner-up")

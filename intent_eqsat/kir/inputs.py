@@ -1,6 +1,9 @@
 """Random inputs for a KIR kernel, for translation validation (every later stage is compared on them).
 
-Shape symbols get small random sizes (odd ones included); float views get standard-normal values; integer views
+Shape symbols get small random sizes (odd ones included); float views get values from one of
+``VALUE_DISTRIBUTIONS`` (standard normal by default; large magnitudes that overflow ``exp``, a wide dynamic range,
+signed zeros among small integers, or values near the dtype's underflow, so an audit sees more than N(0, 1): an
+unsound ``exp(a - b) -> exp(a) / exp(b)`` agrees with the reference on N(0, 1) and gives NaN at x100); integer views
 that are used inside a subscript (index tensors: gathers, scatters, histogram bins) get values inside the extent
 of every axis they address, so the kernel is well-defined on them; other integer views get small signed values;
 bool views random bits; by-value scalars moderate positive values. Output views are passed (zero-filled) so that
@@ -34,9 +37,37 @@ def _index_ranges(kernel: m.Kernel, dims: dict[str, tuple[Any, ...]], sym: dict[
     return bound
 
 
+#: how float view values are drawn (``random_inputs(values=...)``), the default first
+VALUE_DISTRIBUTIONS = ("normal", "large", "mixed", "signed_zero", "tiny")
+
+
+def float_values(shape: tuple[int, ...], dtype: str, values: str, rng: np.random.Generator) -> np.ndarray:
+    """Float values of ``dtype`` drawn from the distribution ``values`` (one of ``VALUE_DISTRIBUTIONS``):
+    ``normal`` N(0, 1); ``large`` N(0, 1) x 100 (``exp`` overflows, products reach 1e4); ``mixed`` a random sign
+    times 10^U(-3, 3); ``signed_zero`` +-0.0, +-1.0 and 2.0 (sign-of-zero rewrites show); ``tiny`` N(0, 1) times the
+    square root of the dtype's smallest normal (products underflow to subnormals or zero)."""
+    npdt = kdt.NUMPY[dtype]
+    if values == "normal":
+        x = rng.standard_normal(shape)
+    elif values == "large":
+        x = rng.standard_normal(shape) * 100.0
+    elif values == "mixed":
+        x = np.where(rng.integers(0, 2, shape) == 1, 1.0, -1.0) * 10.0 ** rng.uniform(-3.0, 3.0, shape)
+    elif values == "signed_zero":
+        x = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, 2.0]), size=shape)
+    elif values == "tiny":
+        tiny = float(np.finfo(np.float32 if dtype == "bf16" else npdt).tiny)
+        x = rng.standard_normal(shape) * np.sqrt(tiny)
+    else:
+        raise ValueError(f"unknown value distribution {values!r} (known: {', '.join(VALUE_DISTRIBUTIONS)})")
+    return np.asarray(x).astype(npdt)
+
+
 def random_inputs(module: m.KirModule, kernel_name: str, rng: np.random.Generator | int = 0,
-                  sizes: dict[str, int] | None = None, lo: int = 1, hi: int = 9) -> dict[str, Any]:
-    """Inputs for every parameter of ``kernel_name``; ``sizes`` fixes shape symbols (others drawn in [lo, hi])."""
+                  sizes: dict[str, int] | None = None, lo: int = 1, hi: int = 9,
+                  values: str = "normal") -> dict[str, Any]:
+    """Inputs for every parameter of ``kernel_name``; ``sizes`` fixes shape symbols (others drawn in [lo, hi]);
+    ``values`` names the distribution of float view values (``VALUE_DISTRIBUTIONS``)."""
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     facts = check(module)
     kf = facts.kernels[kernel_name]
@@ -57,7 +88,7 @@ def random_inputs(module: m.KirModule, kernel_name: str, rng: np.random.Generato
         if p.access == "out":
             out[p.name] = np.zeros(shape, npdt)
         elif kdt.is_float(p.dtype):
-            out[p.name] = rng.standard_normal(shape).astype(npdt)
+            out[p.name] = float_values(shape, p.dtype, values, rng)
         elif p.dtype == "bool":
             out[p.name] = rng.integers(0, 2, shape).astype(bool)
         elif p.name in bounds:

@@ -102,6 +102,8 @@ class Failure:
     sizes: dict[str, int] | None = None
     input_seed: int | None = None
     tiles: dict[str, int] | None = None      # the tile parameters' binding the program ran with
+    values: str = "normal"                   # the float inputs' distribution (kir.inputs.VALUE_DISTRIBUTIONS)
+    options: str | None = None               # the compile options of the run (the audited ones when None)
 
     def as_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -118,9 +120,11 @@ class Failure:
                     f"(rtol {self.rtol:g}, atol {self.atol:g})")
         inst = ""
         if self.sizes is not None:
-            inst = f" at sizes {_fmt_sizes(self.sizes)}, input seed {self.input_seed}"
+            inst = f" at sizes {_fmt_sizes(self.sizes)}, input seed {self.input_seed} ({self.values} values)"
             if self.tiles:
                 inst += f", tiles {_fmt_sizes(self.tiles)}"
+        if self.options:
+            inst += f", options {self.options}"
         return f"{who}: {where}, {self.program} program: {what}{inst} [{self.blame}]"
 
 
@@ -138,12 +142,13 @@ class RuleAudit:
     programs: int = 0                                 # distinct programs checked where it fired
     verdict: str = "never fired"
     failures: list[Failure] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)  # the compile options (keys) of the runs where it fired
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "group": self.group, "law": self.law, "location": self.location,
                 "fired": self.fired, "kernels": list(self.kernels), "validated": self.validated,
                 "programs": self.programs, "verdict": self.verdict,
-                "failures": [f.as_dict() for f in self.failures]}
+                "failures": [f.as_dict() for f in self.failures], "options": list(self.options)}
 
 
 @dataclass
@@ -177,6 +182,7 @@ class KernelRecord:
     skipped_instances: int = 0      # instances on which the constructed program disagrees with the reference
     error: str | None = None
     seconds: float = 0.0
+    options: str | None = None      # the compile options of a variant run (None: the audited options)
 
     @property
     def key(self) -> str:
@@ -185,7 +191,8 @@ class KernelRecord:
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "kernel": self.kernel, "instances": self.instances,
                 "skipped_instances": self.skipped_instances, "error": self.error,
-                "stages": [s.as_dict() for s in self.stages], "seconds": round(self.seconds, 3)}
+                "stages": [s.as_dict() for s in self.stages], "seconds": round(self.seconds, 3),
+                "options": self.options}
 
 
 @dataclass
@@ -257,6 +264,10 @@ class AuditResult:
                 lines.append(f"  {e['where']}: {e['kind']}: {e['message']}")
         nf = self.never_fired
         lines.append("")
+        elsewhere = [f"{r.name} ({'; '.join(r.options)})" for r in self.rules
+                     if r.options and c.get("options") not in r.options]
+        if elsewhere:
+            lines.append("fired only under other compile options: " + ", ".join(elsewhere))
         if nf:
             lines.append("never fired: " + ", ".join(nf))
         s = self.summary()
@@ -276,16 +287,22 @@ def _fmt_sizes(sizes: dict[str, int]) -> str:
 class Instance:
     sizes: dict[str, int]
     seed: int
+    values: str = "normal"           # the float value distribution (kir.inputs.VALUE_DISTRIBUTIONS)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"sizes": dict(self.sizes), "seed": self.seed}
+        return {"sizes": dict(self.sizes), "seed": self.seed, "values": self.values}
 
 
 def draw_instances(symbols: Sequence[str], n: int, seed: int, *, min_size: int = 1, max_size: int = 17,
-                   max_elements: int = 64) -> list[Instance]:
+                   max_elements: int = 64, boundaries: Sequence[int] = ()) -> list[Instance]:
     """``n`` instances drawn by hypothesis (reproducible with ``seed``): each shape symbol in ``[min_size,
     max_size]`` with the product of all sizes at most ``max_elements`` (symbols are filled in a drawn order, each
-    bounded by what the budget leaves for the rest), and a seed for the input values."""
+    bounded by what the budget leaves for the rest), half the time one of ``boundaries`` (tile sizes +-1) when it
+    fits, and a seed for the input values. The instances cycle through the value distributions
+    (``kir.inputs.VALUE_DISTRIBUTIONS``: N(0, 1) first, then large magnitudes, a wide range, signed zeros, values
+    near underflow), so ``n >= 5`` covers all of them."""
+    from intent_eqsat.kir.inputs import VALUE_DISTRIBUTIONS
+
     try:
         from hypothesis import HealthCheck, Phase, given, settings, strategies as st
         from hypothesis import seed as hseed
@@ -303,7 +320,8 @@ def draw_instances(symbols: Sequence[str], n: int, seed: int, *, min_size: int =
         for i, s in enumerate(order):
             rest = len(order) - i - 1
             cap = max(lo, min(hi, budget // (lo ** rest)))
-            v = draw(st.integers(lo, cap))
+            near = sorted({b for b in boundaries if lo <= b <= cap})
+            v = draw(st.one_of(st.sampled_from(near), st.integers(lo, cap)) if near else st.integers(lo, cap))
             got[s] = v
             budget = max(1, budget // v)
         return {s: got[s] for s in symbols}
@@ -328,7 +346,8 @@ def draw_instances(symbols: Sequence[str], n: int, seed: int, *, min_size: int =
     ranked = sorted(range(len(out)), key=lambda i: (sum(v == lo for v in out[i].sizes.values()), i))
     chosen = [out[i] for i in ranked[:n]]
     chosen.sort(key=lambda inst: (math.prod(inst.sizes.values()), sorted(inst.sizes.items()), inst.seed))
-    return chosen
+    return [dataclasses.replace(inst, values=VALUE_DISTRIBUTIONS[i % len(VALUE_DISTRIBUTIONS)])
+            for i, inst in enumerate(chosen)]
 
 
 # ------------------------------------------------------------------------------------------------ checking
@@ -411,7 +430,7 @@ class _KernelCase:
 
         inst = inst or self.instances[i]
         try:
-            inputs = random_inputs(self.kir, self.name, inst.seed, sizes=inst.sizes)
+            inputs = random_inputs(self.kir, self.name, inst.seed, sizes=inst.sizes, values=inst.values)
             ref64 = kir.evaluate(self.kir, self.name, _copy(inputs), float64=True)
             refdt = kir.evaluate(self.kir, self.name, _copy(inputs))
             out: tuple[dict, dict, dict] | None = (inputs, ref64, refdt)
@@ -779,7 +798,7 @@ class _Auditor:
                 inst = case.instances[i]
                 res.failure = Failure(group, case.file, case.name, p.kind, prog.label, p.message, output=p.output,
                                       max_error=p.max_error, rtol=p.rtol, atol=p.atol, sizes=dict(inst.sizes),
-                                      input_seed=inst.seed, tiles=dict(binding) or None)
+                                      input_seed=inst.seed, tiles=dict(binding) or None, values=inst.values)
                 res.failing_instance = i
                 res.failing_program = module
                 res.instances = counted
@@ -805,7 +824,7 @@ class _Auditor:
                     if nv < 1 or nv >= v or tries >= 16:
                         continue
                     tries += 1
-                    inst = Instance({**sizes, s: nv}, failure.input_seed)
+                    inst = Instance({**sizes, s: nv}, failure.input_seed, failure.values)
                     try:
                         base_ok = case.compare(case.program_kernel_module(), -1, inst) is None
                         p = case.compare(module, -1, inst) if base_ok else None
@@ -851,17 +870,43 @@ def _progress_fn(progress: Any) -> Callable[[str], None]:
     return emit
 
 
+def option_variants(options: Any) -> list[Any]:
+    """The compile options one field away from ``options``: every other ``numerics`` value, each boolean flipped.
+    A rule gated on a non-default option (``OptNumerics("relaxed_normalization")``, ``OptOnline(0)``) fires under
+    one of them; the audit runs the groups of rules that never fired under each, so such a rule is validated where
+    it applies instead of being reported as never fired (issue 25.9)."""
+    from intent_eqsat.ir.core import NUMERICS
+
+    out = []
+    for f in dataclasses.fields(options):
+        value = getattr(options, f.name)
+        if f.name == "numerics":
+            out.extend(dataclasses.replace(options, numerics=v) for v in NUMERICS if v != value)
+        elif isinstance(value, bool):
+            out.append(dataclasses.replace(options, **{f.name: not value}))
+    return out
+
+
+def _tile_boundaries(target: Any, facts: F.Facts) -> list[int]:
+    """Sizes next to the tile sizes the audit binds (t - 1, t, t + 1), and 1 and 2: the sizes where tails, masks
+    and single-trip loops change. Reached when ``max_size`` / ``max_elements`` allow them."""
+    tiles = _TileParams.of(target, facts)
+    sizes = {1, 2}
+    for dom in tiles.domains.values():
+        for t in dom:
+            sizes.update((t - 1, t, t + 1))
+    return sorted(v for v in sizes if v >= 1)
+
+
 def audit(corpus: Iterable[str] | None = None, rulebooks: Any = None, *, target: str = "sm90", options: Any = None,
-          groups: Iterable[str] | None = None, examples: int = 4, programs: int = 4, seed: int = 0,
+          groups: Iterable[str] | None = None, examples: int = 5, programs: int = 4, seed: int = 0,
           min_size: int = 1, max_size: int = 17, max_elements: int = 64, limits: Limits | None = None,
-          shrink: bool = True, progress: Any = None) -> AuditResult:
+          shrink: bool = True, progress: Any = None, variants: bool = True) -> AuditResult:
     """Audit the rules of ``rulebooks`` (see :func:`registry.load`; None: ``rulebooks/``) over ``corpus`` (``.kir``
     paths; None: ``examples/corpus``). See the module docstring for the method; ``examples`` instances per kernel,
     ``programs`` programs per group and kernel at most, ``limits`` the scheduler's (default: the optimizer's),
-    ``progress``: True (stderr), a stream, or None. Unknown rulebooks or groups raise LookupError."""
-    from intent_eqsat import kir
-    from intent_eqsat.construct import construct
-    from intent_eqsat.kir.verify import check
+    ``progress``: True (stderr), a stream, or None; ``variants``: also run the groups whose rules never fired under
+    each of :func:`option_variants` (in order, until all fired). Unknown rulebooks or groups raise LookupError."""
     from intent_eqsat.pipeline import make_options
     from intent_eqsat.providers.targets import get_target
 
@@ -879,15 +924,79 @@ def audit(corpus: Iterable[str] | None = None, rulebooks: Any = None, *, target:
     opts = make_options(options)
     limits = limits or Limits()
     emit = _progress_fn(progress)
+    run = _AuditRun(stats={r.name: RuleAudit(r.name, r.group, r.law, r.location) for g in selected for r in g.rules})
+    sizes = dict(examples=examples, min_size=min_size, max_size=max_size, max_elements=max_elements)
+    _audit_pass(run, files, selected, tgt, opts, limits, programs, seed, shrink, emit, sizes, variant=False)
+    tried: list[dict[str, Any]] = []
+    for variant in (option_variants(opts) if variants else []):
+        pending = [i for i, g in enumerate(selected) if any(run.stats[r.name].fired == 0 for r in g.rules)]
+        if not pending:
+            break
+        prefix = selected[:pending[-1] + 1]          # the groups before them run too: they make what those match
+        before = {name: dataclasses.replace(ra, kernels=list(ra.kernels), options=list(ra.options))
+                  for name, ra in run.stats.items()}
+        validated_before, failures_before = dict(run.validated_kernels), len(run.failures)
+        emit(f"audit: groups {', '.join(selected[i].name for i in pending)} have rules that never fired; running "
+             f"them under {variant.key()}")
+        _audit_pass(run, files, prefix, tgt, variant, limits, programs, seed, shrink, emit, sizes, variant=True)
+        # a variant run counts only for the rules that had not fired: the others keep what the audited options
+        # gave them, and a failure counts when it blames one of the new rules
+        waiting = {n for n, ra in before.items() if ra.fired == 0}
+        for name, ra in before.items():
+            if name not in waiting:
+                run.stats[name] = ra
+                run.validated_kernels[name] = validated_before.get(name, 0)
+        run.failures[failures_before:] = [f for f in run.failures[failures_before:] if set(f.rules) & waiting]
+        newly = [n for n, ra in run.stats.items() if n in waiting and ra.fired > 0]
+        tried.append({"options": variant.key(), "groups": [g.name for g in prefix], "newly_fired": newly})
+
+    for name, ra in run.stats.items():
+        ra.failures = [f for f in run.failures if name in f.rules]
+        if any(f.blame in ("only rule fired", "fails alone") for f in ra.failures):
+            ra.verdict = "UNSOUND"
+        elif ra.failures:
+            ra.verdict = "suspect"
+        elif ra.fired == 0:
+            ra.verdict = "never fired"
+        elif run.validated_kernels.get(name, 0) == 0:
+            ra.verdict = "unchecked"
+        else:
+            ra.verdict = "ok"
+    config = {"corpus": [_rel(f) for f in files], "rulebooks": [g.path for g in selected],
+              "groups": [g.name for g in selected], "rulebooks_version": reg.version, "target": tgt.name,
+              "options": opts.key() if hasattr(opts, "key") else str(opts), "option_variants": tried,
+              "examples": examples, "programs": programs, "seed": seed, "min_size": min_size, "max_size": max_size,
+              "max_elements": max_elements, "limits": limits.as_dict(),
+              "seconds": round(time.perf_counter() - t_start, 3)}
+    return AuditResult(list(run.stats.values()), run.failures, run.records, config, run.errors)
+
+
+@dataclass
+class _AuditRun:
+    """What the passes of one audit accumulate."""
+
+    stats: dict[str, RuleAudit]
+    validated_kernels: dict[str, int] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    records: list[KernelRecord] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+
+def _audit_pass(run: _AuditRun, files: list[str], selected: list[R.Group], tgt: Any, opts: Any, limits: Limits,
+                programs: int, seed: int, shrink: bool, emit: Callable[[str], None], sizes: dict[str, int], *,
+                variant: bool) -> None:
+    """Audit ``selected`` on every kernel of ``files`` under the compile options ``opts``. A variant pass (options
+    other than the audited ones) labels its kernel records, failures and the options a rule fired under."""
+    from intent_eqsat import kir
+    from intent_eqsat.construct import construct
+    from intent_eqsat.kir.verify import check
+
     the_facts = F.Facts.of(opts, tgt, None)
     auditor = _Auditor(target=tgt, options=opts, facts=the_facts, limits=limits, programs=programs, seed=seed,
                        shrink=shrink, progress=emit)
-    stats = {r.name: RuleAudit(r.name, r.group, r.law, r.location) for g in selected for r in g.rules}
-    validated_kernels: dict[str, int] = {name: 0 for name in stats}
-    failures: list[Failure] = []
-    records: list[KernelRecord] = []
-    errors: list[dict[str, str]] = []
-
+    boundaries = _tile_boundaries(tgt, the_facts)
+    key = opts.key() if hasattr(opts, "key") else str(opts)
+    label = f" [{key}]" if variant else ""
     # load and construct every file first (so the progress line knows the total)
     cases: list[tuple[str, Any, Any, str]] = []
     for path in files:
@@ -897,60 +1006,49 @@ def audit(corpus: Iterable[str] | None = None, rulebooks: Any = None, *, target:
             module = kir.parse(text, filename=shown)
             program = construct(module, target=tgt.name, options=opts)
         except Exception as err:
-            errors.append({"where": shown, "kind": type(err).__name__, "message": str(err).splitlines()[0]
-                           if str(err) else ""})
-            emit(f"audit: {shown}: not audited: {type(err).__name__}: {err}")
+            if not variant:
+                run.errors.append({"where": shown, "kind": type(err).__name__, "message": str(err).splitlines()[0]
+                                   if str(err) else ""})
+                emit(f"audit: {shown}: not audited: {type(err).__name__}: {err}")
             continue
         for k in module.kernels:
             cases.append((shown, module, program, k.name))
 
     for n, (shown, module, program, kname) in enumerate(cases, 1):
         t_kernel = time.perf_counter()
-        rec = KernelRecord(shown, kname)
-        records.append(rec)
+        rec = KernelRecord(shown, kname, options=key if variant else None)
+        run.records.append(rec)
+        fired_before = {name: ra.fired for name, ra in run.stats.items()}
+        failures_before = len(run.failures)
         try:
             symbols = list(check(module).kernels[kname].symbols)
             kseed = int(hashlib.sha256(f"{seed}:{Path(shown).name}:{kname}".encode()).hexdigest()[:8], 16)
-            instances = draw_instances(symbols, examples, kseed, min_size=min_size, max_size=max_size,
-                                       max_elements=max_elements)
+            instances = draw_instances(symbols, sizes["examples"], kseed, min_size=sizes["min_size"],
+                                       max_size=sizes["max_size"], max_elements=sizes["max_elements"],
+                                       boundaries=boundaries)
             rec.instances = [i.as_dict() for i in instances]
             case = _KernelCase(shown, module, kname, program, instances)
-            _audit_kernel(auditor, case, program.kernel(kname), selected, the_facts, rec, stats, validated_kernels,
-                          failures)
+            _audit_kernel(auditor, case, program.kernel(kname), selected, the_facts, rec, run.stats,
+                          run.validated_kernels, run.failures)
             rec.skipped_instances = len(case.skipped)
         except AuditUsageError:
             raise
         except Exception as err:
             rec.error = f"{type(err).__name__}: {err}"
-            errors.append({"where": f"{shown}:{kname}", "kind": type(err).__name__, "message": str(err)})
+            run.errors.append({"where": f"{shown}:{kname}{label}", "kind": type(err).__name__, "message": str(err)})
+        for f in run.failures[failures_before:]:
+            f.options = key if variant else None
+        for name, ra in run.stats.items():
+            if ra.fired > fired_before[name] and key not in ra.options:
+                ra.options.append(key)
         rec.seconds = time.perf_counter() - t_kernel
         auditor.checked.clear()
         status = rec.error or ("FAILED in " + ", ".join(s.group for s in rec.stages if s.status == "failed")
                                if any(s.status == "failed" for s in rec.stages) else "ok")
         fired = sum(len(s.rules_fired) for s in rec.stages)
         progs = sum(s.programs for s in rec.stages)
-        emit(f"audit [{n}/{len(cases)}] {shown}:{kname}: {fired} rule(s) fired, {progs} program(s) x "
+        emit(f"audit [{n}/{len(cases)}]{label} {shown}:{kname}: {fired} rule(s) fired, {progs} program(s) x "
              f"{len(rec.instances) - rec.skipped_instances} instance(s): {status} ({rec.seconds:.1f} s)")
-
-    for name, ra in stats.items():
-        ra.failures = [f for f in failures if name in f.rules]
-        if any(f.blame in ("only rule fired", "fails alone") for f in ra.failures):
-            ra.verdict = "UNSOUND"
-        elif ra.failures:
-            ra.verdict = "suspect"
-        elif ra.fired == 0:
-            ra.verdict = "never fired"
-        elif validated_kernels[name] == 0:
-            ra.verdict = "unchecked"
-        else:
-            ra.verdict = "ok"
-    config = {"corpus": [_rel(f) for f in files], "rulebooks": [g.path for g in selected],
-              "groups": [g.name for g in selected], "rulebooks_version": reg.version, "target": tgt.name,
-              "options": opts.key() if hasattr(opts, "key") else str(opts), "examples": examples,
-              "programs": programs, "seed": seed, "min_size": min_size, "max_size": max_size,
-              "max_elements": max_elements, "limits": limits.as_dict(),
-              "seconds": round(time.perf_counter() - t_start, 3)}
-    return AuditResult(list(stats.values()), failures, records, config, errors)
 
 
 def _audit_kernel(auditor: _Auditor, case: _KernelCase, kernel: Any, groups: list[R.Group], facts: F.Facts,
@@ -993,7 +1091,7 @@ def _audit_kernel(auditor: _Auditor, case: _KernelCase, kernel: Any, groups: lis
                     if name in stats:
                         stats[name].validated += check.instances
                         stats[name].programs += check.programs
-                        validated_kernels[name] += 1
+                        validated_kernels[name] = validated_kernels.get(name, 0) + 1
             if check.default is not None:
                 previous = check.default
             stage.seconds = time.perf_counter() - t0
@@ -1039,7 +1137,7 @@ def _blame(auditor: _Auditor, case: _KernelCase, graph: KernelGraph, group: R.Gr
             elif c.programs:
                 stats[name].validated += c.instances
                 stats[name].programs += c.programs
-                validated_kernels[name] += 1
+                validated_kernels[name] = validated_kernels.get(name, 0) + 1
         if alone:
             failure.rules, failure.blame = alone, "fails alone"
         else:

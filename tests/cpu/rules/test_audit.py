@@ -94,7 +94,7 @@ def test_json_report_schema(unsound_audit):
     assert d["summary"]["rules"] == 3 and d["summary"]["unsound"] == 1 and d["summary"]["never_fired"] == 1
     for r in d["rules"]:
         assert set(r) == {"name", "group", "law", "location", "fired", "kernels", "validated", "programs", "verdict",
-                          "failures"}
+                          "failures", "options"}
         assert isinstance(r["fired"], int) and isinstance(r["kernels"], list)
     [f] = d["failures"]
     assert {"group", "file", "kernel", "kind", "program", "message", "rules", "locations", "blame", "output",
@@ -182,3 +182,96 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
                  ["rules", "audit", _kernel("softmax"), "--target", "sm1"]):
         assert cli.main(argv) == 2, argv
         assert capsys.readouterr().err.startswith("intent-eqsat: ")
+
+
+# ------------------------------------------------------------------------------------------------ issue 25.9
+
+EXP_SPLIT = '''"""exp of a difference as a quotient (test fixture: sound in exact arithmetic, unsound in floating point).
+
+Reads: pure ``exp`` / ``sub`` values.
+
+Legality: always (the bug: ``exp(a) / exp(b)`` overflows to inf / inf = NaN where ``exp(a - b)`` is finite).
+
+Rewrites: the e-class of ``exp(a - b)`` gains ``exp(a) / exp(b)``.
+
+Preserves: (claimed) every value.
+
+Invalidates: def-use of the rewritten ops.
+
+Verifier: the shared GPU verifier after the group.
+"""
+from egglog import rewrite, ruleset, var, vars_
+
+from intent_eqsat.rules import patterns as P
+from intent_eqsat.rules.registry import rule as named
+from intent_eqsat.rules.sorts import AMap, Ty, Val
+
+GROUP = "expsplit"
+ORDER = 34
+RULESET = ruleset(name=GROUP)
+ANALYSES = (P.ANALYSIS,)
+
+
+def rules():
+    x, y = vars_("x y", Val)
+    a, a2 = vars_("a a2", AMap)
+    ty = var("ty", Ty)
+    return [named("expsplit.exp_sub", rewrite(P.unary("exp", P.binary("sub", x, y, a, ty), a2, ty))
+                  .to(P.binary("div", P.unary("exp", x, a2, ty), P.unary("exp", y, a2, ty), a2, ty)),
+                  "exp(a - b) = exp(a) / exp(b) (WRONG in floating point: overflow)")]
+'''
+
+
+def test_inputs_cover_several_value_distributions():
+    """Float inputs are drawn from N(0,1), x100, a wide range, signed zeros and near underflow; integer index
+    views stay in range whatever the distribution."""
+    from intent_eqsat.kir.inputs import VALUE_DISTRIBUTIONS
+
+    module = kir.parse((CORPUS / "embedding_gather.kir").read_text())
+    seen = {}
+    for values in VALUE_DISTRIBUTIONS:
+        x = random_inputs(module, "embedding_gather", 3, sizes={"V": 5, "D": 64, "N": 7}, values=values)
+        assert x["idx"].min() >= 0 and x["idx"].max() < 5
+        seen[values] = x["E"]
+    assert np.abs(seen["normal"]).max() < 10 < np.abs(seen["large"]).max()
+    assert np.abs(seen["mixed"]).max() > 10 and np.abs(seen["mixed"]).min() < 0.1
+    sz = seen["signed_zero"]
+    assert set(np.unique(sz).tolist()) <= {0.0, 1.0, -1.0, 2.0} and np.signbit(sz[sz == 0]).any()
+    assert 0 < np.abs(seen["tiny"]).max() < 1e-15
+    insts = draw_instances(["N"], 5, seed=1)
+    assert [i.values for i in insts] == list(VALUE_DISTRIBUTIONS)
+
+
+def test_an_overflow_unsound_rule_passes_on_normal_values_and_fails_on_large_ones(tmp_path):
+    """``exp(a - b) -> exp(a) / exp(b)`` agrees with softmax's reference on N(0,1) inputs; the x100 instance
+    gives NaN, so the audit names the rule and the value distribution (issue 25.9)."""
+    path = tmp_path / "expsplit.py"
+    path.write_text(EXP_SPLIT)
+    normal_only = audit([_kernel("softmax")], rulebooks=[str(path)], examples=1, programs=3, variants=False)
+    assert normal_only.ok and normal_only.rule("expsplit.exp_sub").verdict == "ok"
+    res = audit([_kernel("softmax")], rulebooks=[str(path)], examples=2, programs=3, variants=False)
+    assert not res.ok
+    [f] = res.failures
+    assert f.rules == ["expsplit.exp_sub"] and f.values == "large" and f.kind == "mismatch"
+    assert "(large values)" in f.line()
+
+
+def test_a_rule_gated_on_a_non_default_option_is_audited_under_it(tmp_path):
+    """``relaxed.add_zero`` needs numerics=relaxed_normalization: under the default options it cannot fire, so the
+    audit re-runs its group under the options one field away and reports it validated there, not "never fired"."""
+    fixture = str(HERE / "rulebooks_fixture" / "relaxed.py")
+    kernel = tmp_path / "scaled.kir"
+    kernel.write_text("kernel scaled(X: f32[N, M], Y: out f32[N, M]) {\n  Y[i, j] = X[i, j] * 2.0 + 0.0\n}\n")
+    corpus = [str(kernel)]
+    res = audit(corpus, rulebooks=[fixture], **SMALL)
+    add_zero = res.rule("relaxed.add_zero")
+    relaxed_key = "numerics=relaxed_normalization,online_reduction=True,optimization_remarks=False"
+    assert add_zero.fired > 0 and add_zero.validated > 0 and add_zero.verdict == "ok", res.text()
+    assert add_zero.options == [relaxed_key]
+    assert "relaxed.add_zero" not in res.never_fired
+    assert res.config["option_variants"][0]["options"] == relaxed_key
+    assert "relaxed.add_zero" in res.config["option_variants"][0]["newly_fired"]
+    assert f"fired only under other compile options: relaxed.add_zero ({relaxed_key})" in res.text()
+    assert any(k.options == relaxed_key for k in res.kernels)
+    without = audit(corpus, rulebooks=[fixture], variants=False, **SMALL)
+    assert "relaxed.add_zero" in without.never_fired
