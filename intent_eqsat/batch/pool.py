@@ -263,8 +263,9 @@ class WorkerPool:
         self.close()
 
 
-def _kernel_location(job: dict) -> str:
-    """``file:line:col`` of the first ``kernel`` keyword in the job's text (where a timeout/crash is reported)."""
+def kernel_location(job: dict) -> str:
+    """``file:line:col`` of the first ``kernel`` keyword in the job's text (where a timeout, a crash or an output
+    error is reported)."""
     text = job.get("text") or ""
     for i, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
@@ -275,7 +276,7 @@ def _kernel_location(job: dict) -> str:
 
 def timeout_result(job: dict, timeout: float | None, stage: str | None) -> dict:
     return {"status": STATUS_TIMEOUT, "phases": {}, "time_s": timeout, "error": {
-        "kind": "Timeout", "stage": stage, "location": _kernel_location(job), "program_location": None,
+        "kind": "Timeout", "stage": stage, "location": kernel_location(job), "program_location": None,
         "message": f"exceeded the time limit of {timeout:g} s" + (f" in stage {stage}" if stage else "")
                    + "; the worker was killed"}}
 
@@ -285,7 +286,7 @@ def crash_result(job: dict, why: str, stderr_tail: str = "", stage: str | None =
     if stderr_tail.strip():
         msg += "; stderr tail: " + stderr_tail.strip()[-800:]
     return {"status": STATUS_CRASH, "phases": {}, "time_s": None, "error": {
-        "kind": "WorkerCrash", "stage": stage, "location": _kernel_location(job), "program_location": None,
+        "kind": "WorkerCrash", "stage": stage, "location": kernel_location(job), "program_location": None,
         "message": msg}}
 
 
@@ -314,5 +315,5 @@ def close_local_pool() -> None:
 
 atexit.register(close_local_pool)
 
-__all__ = ["Worker", "WorkerPool", "WorkerLost", "timeout_result", "crash_result", "local_pool",
-           "close_local_pool", "STARTUP_TIMEOUT_S"]
+__all__ = ["Worker", "WorkerPool", "WorkerLost", "timeout_result", "crash_result", "kernel_location",
+           "local_pool", "close_local_pool", "STARTUP_TIMEOUT_S"]

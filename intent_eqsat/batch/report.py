@@ -183,7 +183,8 @@ def write_plots(out: Path, entries: Sequence[dict]) -> dict[str, str | None]:
         why = "matplotlib is not installed (pip install 'intent-eqsat[batch]')"
         return {**res, "cost_why": why, "compile_time_why": why, "egraph_vs_time_why": why}
     plots = out / "plots"
-    label = [f"{Path(e['file']).stem}/{e.get('provider') or e.get('kind')}" for e in entries]
+    # a file name is plain text, never matplotlib's $math$
+    label = [f"{Path(e['file']).stem}/{e.get('provider') or e.get('kind')}".replace("$", r"\$") for e in entries]
     colors = {"ok": "#4c72b0", "error": "#c44e52", "timeout": "#dd8452", "crash": "#8172b3"}
 
     timed = [(lab, e) for lab, e in zip(label, entries) if e.get("compile_time_s") is not None]

@@ -7,10 +7,15 @@ Output directory layout (``--out DIR``)::
     DIR/report.json, DIR/report.md       every job: status, error kind + file:line:col, cost, times, cached
     DIR/plots/*.png                      predicted cost, compile time, e-graph size vs compile time
     DIR/.cache/                          the content-addressed cache (``--cache-dir`` moves it)
+    DIR/.batch-manifest.jsonl            the files the batch wrote (:mod:`intent_eqsat.batch.outputs`)
 
-``<stem>`` is the input's file stem (with ``-<hash of its path>`` appended when two inputs share a stem). Every
-file is written atomically; stale temporaries of a killed earlier run are removed first; artifacts of a job that
-now fails are removed, so the directory never shows a result the report does not.
+``<stem>`` is the input's file stem and ``<kernel>`` the kernel's name, each made a safe, bounded, unique name
+(:func:`~intent_eqsat.batch.outputs.unique_names`: ``-<hash>`` appended when two inputs share a stem, or when a name
+is ``..``, too long, not portable or one of the batch's own). No artifact is written whose folder resolves outside
+DIR. Every file is written atomically; stale temporaries of a killed earlier run are removed first; artifacts of a
+job that now fails are removed (only files the manifest records the batch writing), so the directory never shows a
+result the report does not. The driver never dies on an input: an input it cannot read or an artifact it cannot
+write is that job's located error.
 """
 from __future__ import annotations
 
@@ -24,10 +29,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from intent_eqsat import pipeline
+from intent_eqsat.batch import outputs
 from intent_eqsat.batch import report as rep
 from intent_eqsat.batch.atomic import remove_stale_temps, write_atomic
 from intent_eqsat.batch.cache import Cache, job_key, source_fingerprint, tool_version
 from intent_eqsat.batch.executors import Executor, make_executor
+from intent_eqsat.batch.outputs import Manifest, OutputError
+from intent_eqsat.batch.pool import kernel_location
+from intent_eqsat.errors import SourceLocation
 
 HOOK_ENV = "INTENT_EQSAT_WORKER_HOOK"
 
@@ -57,12 +66,41 @@ def collect_inputs(args: Sequence[str], exts: tuple[str, ...] = (".kir",)) -> li
     return sorted(found)
 
 
-def _stems(paths: Sequence[str]) -> dict[str, str]:
-    count: dict[str, int] = {}
-    for p in paths:
-        count[Path(p).stem] = count.get(Path(p).stem, 0) + 1
-    return {p: (Path(p).stem if count[Path(p).stem] == 1 else
-                f"{Path(p).stem}-{hashlib.sha256(p.encode()).hexdigest()[:8]}") for p in paths}
+def _stems(paths: Sequence[str], reserved: Sequence[str] = outputs.RESERVED) -> dict[str, str]:
+    """Each input's artifact folder name: its stem, made safe and unique (``-<hash of the path>`` on a clash)."""
+    return dict(zip(paths, outputs.unique_names([(Path(p).stem, p) for p in paths], reserved)))
+
+
+def read_input(path: str, shown: str) -> tuple[str | None, dict | None]:
+    """The input's text, read as ``compile`` reads a file (:func:`~intent_eqsat.pipeline.load`: UTF-8, strict,
+    universal newlines; a byte order mark is the parser's to judge), or the error ``compile`` gives for it: a
+    ``UsageError`` (stage ``load``), here located at the first byte that is not UTF-8 (else at 1:1)."""
+    line, col = 1, 1
+    try:
+        return Path(path).read_text(encoding="utf-8"), None
+    except FileNotFoundError:
+        why = f"no such file: {shown}"
+    except UnicodeDecodeError as err:
+        why = f"cannot read {shown}: {err}"
+        line, col = _undecodable_at(path)
+    except OSError as err:
+        why = f"cannot read {shown}: {err}"
+    err = pipeline.UsageError(why, SourceLocation(shown, line, col))
+    err.stage = "load"  # type: ignore[attr-defined]
+    return None, pipeline.describe_error(err, None, shown)
+
+
+def _undecodable_at(path: str) -> tuple[int, int]:
+    """(line, column) of the first byte of the file that is not UTF-8, counted as the parser counts them."""
+    try:
+        raw = Path(path).read_bytes()
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        head = raw[:err.start].decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        return head.count("\n") + 1, len(head) - head.rfind("\n")
+    except OSError:
+        pass
+    return 1, 1
 
 
 # ----------------------------------------------------------------------------------------------- progress
@@ -152,22 +190,21 @@ class BatchResult:
 
 # -------------------------------------------------------------------------------------------------- run
 
-def _make_jobs(cfg: BatchConfig, paths: list[str]) -> tuple[list[dict], list[dict]]:
-    """(jobs to run, their entries' base) — one job per (input, provider) for compile, per input for check."""
+def _make_jobs(cfg: BatchConfig, paths: list[str], reserved: Sequence[str] = outputs.RESERVED) \
+        -> tuple[list[dict], list[dict]]:
+    """(jobs to run, their entries' base) — one job per (input, provider) for compile, per input for check. A job's
+    path is the input's display path (:func:`~intent_eqsat.batch.outputs.display_path`); the runner reads it."""
     hook = os.environ.get(HOOK_ENV) or None
     jobs, bases = [], []
-    stems = _stems(paths)
+    stems = _stems(paths, reserved)
     opts = pipeline.options_dict(pipeline.make_options(cfg.options))
     budget = pipeline.make_budget(cfg.budget).as_dict()
     for path in paths:
-        try:
-            text: str | None = Path(path).read_text(encoding="utf-8")
-            read_error = None
-        except (OSError, UnicodeDecodeError) as err:
-            text, read_error = None, f"cannot read the file: {err}"
+        shown = outputs.display_path(path)
+        text, read_error = read_input(path, shown)
         variants = cfg.providers if cfg.kind == "compile" else [None]
         for provider in variants:
-            job = {"kind": cfg.kind, "path": path, "text": text, "target": cfg.target, "provider": provider,
+            job = {"kind": cfg.kind, "path": shown, "text": text, "target": cfg.target, "provider": provider,
                    "options": opts, "rulebooks": cfg.rulebooks, "optimize": cfg.optimize, "debug_hook": hook,
                    "sizes": dict(sorted(cfg.sizes.items())) if cfg.sizes else None,
                    "calibration": list(cfg.calibration) if cfg.calibration else None,
@@ -177,7 +214,7 @@ def _make_jobs(cfg: BatchConfig, paths: list[str]) -> tuple[list[dict], list[dic
             if cfg.kind == "check":
                 job["seeds"] = cfg.seeds
             jobs.append(job)
-            bases.append({"file": path, "stem": stems[path], "kind": cfg.kind, "provider": provider,
+            bases.append({"file": shown, "stem": stems[path], "kind": cfg.kind, "provider": provider,
                           "read_error": read_error})
     return jobs, bases
 
@@ -193,16 +230,21 @@ def run_batch(cfg: BatchConfig, executor: Executor | None = None,
         pipeline.check_provider(p)
     paths = cfg.inputs
     out = cfg.out
+    manifest = None
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        remove_stale_temps(out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(out)
+            manifest = Manifest(out) if cfg.kind == "compile" else None
+        except OSError as err:
+            raise pipeline.UsageError(f"cannot use the output folder {out}: {err}") from None
     cache = None
     if cfg.use_cache:
         cache_root = cfg.cache_dir or (out / ".cache" if out is not None else None)
         cache = Cache(cache_root) if cache_root is not None else None
     source_fingerprint.cache_clear()    # the tool version as the sources are now (a long-lived process)
     rb_versions = pipeline.rulebook_versions(cfg.rulebooks)
-    jobs, bases = _make_jobs(cfg, paths)
+    jobs, bases = _make_jobs(cfg, paths, _reserved(out, cfg.cache_dir))
     entries: list[dict | None] = [None] * len(jobs)
     progress = Progress(len(jobs), enabled=cfg.progress)
     keys: list[str | None] = [None] * len(jobs)
@@ -210,9 +252,21 @@ def run_batch(cfg: BatchConfig, executor: Executor | None = None,
     def finish(i: int, result: dict, cached: bool) -> None:
         entry = _entry(bases[i], result, cached, keys[i])
         if cache is not None and not cached and keys[i] is not None:
-            cache.put(keys[i], jobs[i]["path"], result)
-        if out is not None and cfg.kind == "compile":
-            _write_artifacts(out, entry, result)
+            try:
+                cache.put(keys[i], jobs[i]["path"], result)
+            except OSError:     # the cache saves time only: a folder that refuses it costs a recompile next time
+                pass
+        if manifest is not None:
+            assert out is not None
+            try:
+                _write_artifacts(out, entry, result, manifest)
+            except (OSError, OutputError) as err:   # this job's error, never the batch's
+                result = _output_error_result(jobs[i], err, result)
+                entry = _entry(bases[i], result, cached, keys[i])
+                try:
+                    _write_artifacts(out, entry, result, manifest)    # nothing to write: removes its old files
+                except (OSError, OutputError):
+                    pass
         entries[i] = entry
         progress.update(entry)
         if on_entry is not None:
@@ -221,7 +275,7 @@ def run_batch(cfg: BatchConfig, executor: Executor | None = None,
     todo: list[int] = []
     for i, job in enumerate(jobs):
         if job["text"] is None:
-            finish(i, _read_error_result(job, bases[i]["read_error"]), False)
+            finish(i, _read_error_result(bases[i]["read_error"]), False)
             continue
         keys[i] = job_key(job, rb_versions)
         hit = cache.get(keys[i], job["path"]) if cache is not None else None
@@ -237,6 +291,8 @@ def run_batch(cfg: BatchConfig, executor: Executor | None = None,
         progress.close()
         if out is not None:
             remove_stale_temps(out)
+        if manifest is not None:
+            manifest.close()
     done = [e for e in entries if e is not None]
     result = BatchResult(entries=done, out=out, wall_s=time.monotonic() - t0,
                          allow_unsupported=cfg.allow_unsupported)
@@ -245,10 +301,30 @@ def run_batch(cfg: BatchConfig, executor: Executor | None = None,
     return result
 
 
-def _read_error_result(job: dict, why: str) -> dict:
-    return {"status": "error", "phases": {}, "time_s": None, "error": {
-        "kind": "ReadError", "stage": "load", "location": f"{job['path']}:1:1", "program_location": None,
-        "message": why}}
+def _reserved(out: Path | None, cache_dir: Path | None) -> list[str]:
+    """The batch's own names in the output folder: the reports, plots, cache, manifest, and the first folder of
+    ``--cache-dir`` when it lies inside the output folder."""
+    names = list(outputs.RESERVED)
+    if out is not None and cache_dir is not None:
+        try:
+            rel = Path(os.path.realpath(cache_dir)).relative_to(os.path.realpath(out))
+        except ValueError:
+            rel = None
+        if rel is not None and rel.parts:
+            names.append(rel.parts[0])
+    return names
+
+
+def _read_error_result(error: dict) -> dict:
+    return {"status": "error", "phases": {}, "time_s": None, "error": error}
+
+
+def _output_error_result(job: dict, err: BaseException, result: dict) -> dict:
+    """A job whose artifacts could not be written: an ``OutputError`` (stage ``write``) at its kernel."""
+    message = err.message if isinstance(err, OutputError) else f"cannot write an artifact: {err}"
+    return {"status": "error", "phases": result.get("phases") or {}, "time_s": result.get("time_s"), "error": {
+        "kind": "OutputError", "stage": "write", "location": kernel_location(job), "program_location": None,
+        "message": message}}
 
 
 def _entry(base: dict, result: dict, cached: bool, key: str | None) -> dict:
@@ -283,41 +359,46 @@ def _ordered_phases(phases: dict) -> dict:
     return {k: phases[k] for k in sorted(phases, key=lambda k: (order.index(k) if k in order else len(order), k))}
 
 
-def _write_artifacts(out: Path, entry: dict, result: dict) -> None:
-    """Write (or, for a failed job, remove) the job's source files and program; record paths and hashes."""
+def _write_artifacts(out: Path, entry: dict, result: dict, manifest: Manifest) -> None:
+    """Write (or, for a failed job, remove) the job's source files and program; record paths and hashes.
+
+    Every file is recorded in the manifest before it is written and checked to stay inside ``out``; what an
+    earlier run recorded for this folder and provider and this run does not write is removed. Raises
+    :class:`OutputError` (the job's files removed) when a file cannot be written."""
     stem, provider = entry["stem"], entry["provider"]
     d = out / stem
-    wanted: set[str] = set()
+    planned: list[tuple[str, str, dict]] = []       # (file name, content, the record that names it)
     if result["status"] == "ok":
-        for k, kr in zip(entry["kernels"], result.get("kernels") or []):
-            name = f"{_safe(kr['name'])}.{provider}.py"
-            write_atomic(d / name, kr["source"])
-            wanted.add(name)
-            k["artifact"] = f"{stem}/{name}"
-            k["sha256"] = hashlib.sha256(kr["source"].encode("utf-8")).hexdigest()
+        kernels = list(zip(entry["kernels"], result.get("kernels") or []))
+        names = outputs.unique_names([(kr["name"], kr["name"]) for _, kr in kernels], fallback="kernel")
+        planned += [(f"{n}.{provider}.py", kr["source"], k) for n, (k, kr) in zip(names, kernels)]
+        programs: list[tuple[str, str, dict]] = []
         if result.get("program") is not None:
-            name = f"{stem}.{provider}.gir"
-            write_atomic(d / name, result["program"])
-            wanted.add(name)
-            entry["program"] = {"artifact": f"{stem}/{name}",
-                                "sha256": hashlib.sha256(result["program"].encode("utf-8")).hexdigest()}
-        for spec, sr in zip(entry["specializations"], result.get("specializations") or []):
-            name = f"{_safe(sr['kernel'])}.{provider}.gir"     # each specialization's own program, for audit
-            write_atomic(d / name, sr["program"])
-            wanted.add(name)
-            spec["artifact"] = f"{stem}/{name}"
-            spec["sha256"] = hashlib.sha256(sr["program"].encode("utf-8")).hexdigest()
-    if d.is_dir():
-        for p in d.iterdir():     # what an earlier run wrote for this provider and this run did not
-            if p.is_file() and p.name not in wanted and (p.name.endswith(f".{provider}.py")
-                                                         or p.name.endswith(f".{provider}.gir")):
-                p.unlink()
-        if not any(d.iterdir()):
-            d.rmdir()
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name) or "kernel"
+            entry["program"] = {}
+            programs.append((stem, result["program"], entry["program"]))
+        # each specialization's own program, for audit
+        programs += [(sr["kernel"], sr["program"], spec)
+                     for spec, sr in zip(entry["specializations"], result.get("specializations") or [])]
+        names = outputs.unique_names([(raw, raw) for raw, _, _ in programs], fallback="kernel")
+        planned += [(f"{n}.{provider}.gir", text, rec) for n, (_, text, rec) in zip(names, programs)]
+    wanted = {name for name, _, _ in planned}
+    old = set(manifest.owned(stem, provider))
+    manifest.record(stem, provider, old | wanted)
+    try:
+        for name, text, _ in planned:
+            manifest.check_inside(d / name)
+            try:
+                write_atomic(d / name, text)
+            except OSError as err:
+                raise OutputError(f"cannot write {d / name}: {err.strerror or err}") from err
+    except BaseException:
+        entry.pop("program", None)
+        manifest.record(stem, provider, manifest.remove(stem, old | wanted))
+        raise
+    manifest.record(stem, provider, wanted | set(manifest.remove(stem, old - wanted)))
+    for name, text, rec in planned:
+        rec["artifact"] = f"{stem}/{name}"
+        rec["sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def write_reports(cfg: BatchConfig, result: BatchResult, executor: Executor | None = None) -> dict:
@@ -340,10 +421,30 @@ def write_reports(cfg: BatchConfig, result: BatchResult, executor: Executor | No
         "optimizer_available": optimizer_available,
         "wall_s": round(result.wall_s, 3),
     }
-    rep.write_json(out / "report.json", header, result.entries)
-    plots = rep.write_plots(out, result.entries) if cfg.plots else {}
-    rep.write_markdown(out / "report.md", header, result.entries, plots)
+    try:
+        rep.write_json(out / "report.json", header, result.entries)
+    except OSError as err:
+        raise pipeline.UsageError(f"cannot write {out / 'report.json'}: {err}") from None
+    plots = _plots(out, result.entries) if cfg.plots else {}
+    try:
+        rep.write_markdown(out / "report.md", header, result.entries, plots)
+    except OSError as err:
+        raise pipeline.UsageError(f"cannot write {out / 'report.md'}: {err}") from None
     return plots
+
+
+def _plots(out: Path, entries: list[dict]) -> dict:
+    """The plots, or why none were drawn: a plot never stops the reports (nor writes outside ``out``)."""
+    names = ("cost", "compile_time", "egraph_vs_time")
+    why = None
+    if not outputs.inside(out, out / "plots" / "compile_time.png"):
+        why = f"{out / 'plots'} resolves outside the output folder"
+    else:
+        try:
+            return rep.write_plots(out, entries)
+        except Exception as err:  # matplotlib on odd labels, a full disk: say so in report.md
+            why = f"plotting failed: {type(err).__name__}: {err}"
+    return {**{n: None for n in names}, **{f"{n}_why": why for n in names}}
 
 
 __all__ = ["BatchConfig", "BatchResult", "collect_inputs", "run_batch", "write_reports", "Progress", "HOOK_ENV"]

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from intent_eqsat.batch.atomic import is_temp
+from intent_eqsat.batch.outputs import MANIFEST
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "examples" / "corpus"
@@ -52,13 +53,14 @@ def mixed_dir(tmp_path, monkeypatch) -> Path:
 
 
 def artifacts(out: Path) -> dict[str, bytes]:
-    """Every output file except the run-specific reports, plots and cache."""
-    skip = ("report.json", "report.md")
+    """Every output file except the run-specific reports, plots, cache and manifest."""
+    skip = ("report.json", "report.md", MANIFEST)
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
             if p.is_file() and p.name not in skip and not p.relative_to(out).parts[0] in ("plots", ".cache")}
 
 
 def temps(out: Path) -> list[Path]:
-    """Temporary or hidden files anywhere under ``out`` (the cache directory itself is the one hidden name)."""
-    return [p for p in out.rglob("*") if p.is_file() and (is_temp(p.name) or p.name.endswith(".tmp")
-                                                          or p.name.startswith("."))]
+    """Temporary or hidden files anywhere under ``out`` (the cache directory and the manifest are the hidden
+    names the batch owns)."""
+    return [p for p in out.rglob("*") if p.is_file() and p.relative_to(out).as_posix() != MANIFEST
+            and (is_temp(p.name) or p.name.endswith(".tmp") or p.name.startswith("."))]
