@@ -56,7 +56,8 @@ class ProviderUnavailable(IntentError):
 
 _OPTION_ALIASES = {"numerics": "numerics", "online_reduction": "online_reduction",
                    "onlinereduction": "online_reduction", "optimization_remarks": "optimization_remarks",
-                   "optimizationremarks": "optimization_remarks"}
+                   "optimizationremarks": "optimization_remarks", "subscript_checks": "subscript_checks",
+                   "subscriptchecks": "subscript_checks"}
 
 
 def _as_bool(key: str, value: Any) -> bool:
@@ -89,7 +90,7 @@ def make_options(options: "CompileOptions | Mapping[str, Any] | None") -> Compil
         fields[key] = value
     if "numerics" in fields and fields["numerics"] not in NUMERICS:
         raise UsageError(f"option numerics: expected one of {', '.join(NUMERICS)}, got {fields['numerics']!r}")
-    for key in ("online_reduction", "optimization_remarks"):
+    for key in ("online_reduction", "optimization_remarks", "subscript_checks"):
         if key in fields:
             fields[key] = _as_bool(key, fields[key])
     return dataclasses.replace(CompileOptions(), **fields)
@@ -181,17 +182,42 @@ def load(source: "str | os.PathLike[str] | kir.KirModule", filename: str | None 
     if isinstance(source, kir.KirModule):
         return source
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
-        path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"no such file: {path}") from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise UsageError(f"cannot read {path}: {err}") from None
+        text = read_source(Path(source))
         return kir.parse(text, filename=filename or str(source))
     if not isinstance(source, str):
         raise UsageError(f"source must be .kir text, a path or a KirModule, got {type(source).__name__}")
     return kir.parse(source, filename=filename)
+
+
+def read_source(path: "str | os.PathLike[str]", shown: str | None = None) -> str:
+    """A ``.kir`` file's text (UTF-8, strict, universal newlines; a byte order mark is the parser's to judge), or
+    a :class:`UsageError` every entry point reports alike (``compile`` exits 2, ``batch`` records the job's error):
+    ``no such file`` / ``cannot read``, located at the first byte that is not UTF-8 (else at 1:1 of ``shown``)."""
+    shown = shown if shown is not None else str(path)
+    line, col = 1, 1
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        why = f"no such file: {shown}"
+    except UnicodeDecodeError as err:
+        why = f"cannot read {shown}: {err}"
+        line, col = _undecodable_at(Path(path))
+    except OSError as err:
+        why = f"cannot read {shown}: {err}"
+    raise UsageError(why, SourceLocation(shown, line, col))
+
+
+def _undecodable_at(path: Path) -> tuple[int, int]:
+    """(line, column) of the first byte of the file that is not UTF-8, counted as the parser counts them."""
+    try:
+        raw = path.read_bytes()
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        head = raw[:err.start].decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        return head.count("\n") + 1, len(head) - head.rfind("\n")
+    except OSError:
+        pass
+    return 1, 1
 
 
 def _looks_like_path(s: str) -> bool:

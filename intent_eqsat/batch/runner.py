@@ -36,7 +36,6 @@ from intent_eqsat.batch.cache import Cache, job_key, source_fingerprint, tool_ve
 from intent_eqsat.batch.executors import Executor, make_executor
 from intent_eqsat.batch.outputs import Manifest, OutputError
 from intent_eqsat.batch.pool import kernel_location
-from intent_eqsat.errors import SourceLocation
 
 HOOK_ENV = "INTENT_EQSAT_WORKER_HOOK"
 
@@ -75,32 +74,11 @@ def read_input(path: str, shown: str) -> tuple[str | None, dict | None]:
     """The input's text, read as ``compile`` reads a file (:func:`~intent_eqsat.pipeline.load`: UTF-8, strict,
     universal newlines; a byte order mark is the parser's to judge), or the error ``compile`` gives for it: a
     ``UsageError`` (stage ``load``), here located at the first byte that is not UTF-8 (else at 1:1)."""
-    line, col = 1, 1
     try:
-        return Path(path).read_text(encoding="utf-8"), None
-    except FileNotFoundError:
-        why = f"no such file: {shown}"
-    except UnicodeDecodeError as err:
-        why = f"cannot read {shown}: {err}"
-        line, col = _undecodable_at(path)
-    except OSError as err:
-        why = f"cannot read {shown}: {err}"
-    err = pipeline.UsageError(why, SourceLocation(shown, line, col))
-    err.stage = "load"  # type: ignore[attr-defined]
-    return None, pipeline.describe_error(err, None, shown)
-
-
-def _undecodable_at(path: str) -> tuple[int, int]:
-    """(line, column) of the first byte of the file that is not UTF-8, counted as the parser counts them."""
-    try:
-        raw = Path(path).read_bytes()
-        raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        head = raw[:err.start].decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-        return head.count("\n") + 1, len(head) - head.rfind("\n")
-    except OSError:
-        pass
-    return 1, 1
+        return pipeline.read_source(path, shown), None
+    except pipeline.UsageError as err:
+        err.stage = "load"  # type: ignore[attr-defined]
+        return None, pipeline.describe_error(err, None, shown)
 
 
 # ----------------------------------------------------------------------------------------------- progress

@@ -223,7 +223,7 @@ def test_batch_reads_an_input_as_compile_does(tmp_path, capsys):
     said = capsys.readouterr().err.strip()
     err = by["latin1.kir"]["error"]
     assert err["kind"] == "UsageError" and err["stage"] == "load" and err["location"] == f"{latin}:1:8"
-    assert said == f"intent-eqsat: compile: {err['message']}"
+    assert said == f"intent-eqsat: compile: {err['location']}: {err['message']}"
 
     code = cli.main(["compile", str(bom), "--no-optimize"])
     said = capsys.readouterr().err
