@@ -14,6 +14,9 @@ Relations (pinned egglog names; import them from here - a rulebook must not decl
 - ``Remark(String, String)``: (message, location) a rule may derive; the optimizer reports every row as a remark
   (SPEC PASS-1.2: "adopted / disabled / missing numeric permission / conditions not met", at the op).
 
+``RULE_OPTIONS`` names the compile options that become facts (the others, such as ``subscript_checks``, change
+only how the constructed program spells its accesses, and no rule can read them).
+
 A rule reads them as ordinary facts: ``rule(OptNumerics("relaxed_normalization"), ...)``; there is no negation, so a
 rule for the default case matches ``OptNumerics("source")``.
 
@@ -47,6 +50,9 @@ BASE_TILE_SIZES = (16, 32, 64, 128, 256)
 BASE_GROUP_SIZES = (4, 8, 16, 32)
 _INT_FEATURES = ("warp_size", "sm_count", "smem_per_block", "registers_per_block", "max_threads_per_block",
                  "max_grid_rank")
+
+#: the compile options rules read as facts (OptNumerics, OptOnline, OptRemarks)
+RULE_OPTIONS = ("numerics", "online_reduction", "optimization_remarks")
 
 
 def tile_candidates(target: Any) -> tuple[int, ...]:
