@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from intent_eqsat.construct.emitter import Emitter
-from intent_eqsat.construct.lower import INDEX, I1, Env, Lowerer, gpu_dtype, poly_to_launch
+from intent_eqsat.construct.lower import INDEX, I1, Env, Lowerer, Tables, gpu_dtype, poly_to_launch
 from intent_eqsat.errors import ConstructionError
 from intent_eqsat.ir.builder import ModuleBuilder, RegionBuilder
 from intent_eqsat.ir.core import CompileOptions, Module, Value
@@ -56,7 +56,7 @@ def construct(module: m.KirModule, *, target: str = "sm90", options: CompileOpti
     :class:`~intent_eqsat.errors.ConstructionError` for a kernel that cannot be one launch.
     """
     facts = check(module)
-    analysis = analyze(module)
+    analysis = analyze(module, facts)
     mb = ModuleBuilder(target, options or CompileOptions())
     for kernel in module.kernels:
         _construct_kernel(mb, facts, facts.kernels[kernel.name], analysis.kernels[kernel.name])
@@ -128,21 +128,23 @@ def _construct_kernel(mb: ModuleBuilder, facts: ModuleFacts, kf: KernelFacts, ka
         extents = [poly_to_launch(kf.vars[k].hi - kf.vars[k].lo) for k in keys]
         kb.segment(extents)
 
+    tables = Tables.of(facts, kf)
+
     def body(rb: RegionBuilder, pid: Value) -> None:
         for i, ws in enumerate(worksets):
             keys = kf.stmt_vars[ws.owner.id]
             hints = [kf.vars[k].name for k in keys]
             rb.with_origin(ws.owner.id).execution_group(
-                i, pid, lambda r, coords, ws=ws, keys=keys: _group(r, coords, ws, keys, facts, kf, abi),
+                i, pid, lambda r, coords, ws=ws, keys=keys: _group(r, coords, ws, keys, facts, kf, abi, tables),
                 rank=len(keys), hints=hints)
 
     kb.body(body)
 
 
 def _group(rb: RegionBuilder, coords: list[Value], ws: Workset, keys: tuple[str, ...], facts: ModuleFacts,
-           kf: KernelFacts, abi: dict[str, Value]) -> None:
+           kf: KernelFacts, abi: dict[str, Value], tables: Tables) -> None:
     em = Emitter(rb, args=coords, min_depth=0)
-    low = Lowerer(facts, kf, em, abi)
+    low = Lowerer(facts, kf, em, abi, tables)
     owner = ws.owner
     env = Env(vars=dict(zip(keys, coords)))
     for key, coord in zip(keys, coords):

@@ -1,6 +1,7 @@
 """Scoped op emission with loop-invariant placement and CSE, used by construction.
 
-Construction lowers KIR expressions recursively inside nested regions (execution group -> reduction loops -> ...).
+Construction lowers KIR expressions inside nested regions (execution group -> reduction loops -> ...) as steps run
+by :func:`drive` (generators on an explicit stack, so deep expressions never grow the Python stack).
 A pure op is placed in the outermost open region where all its operands are defined (its *depth* is the largest
 depth of its operands), and an identical pure op already placed in that region (or an enclosing one) is reused.
 So a let such as ``mx[m]`` used inside a reduction over ``n`` is computed once per program, before the loop, and
@@ -12,7 +13,7 @@ never changes which values are computed, only where and how often.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Generator, Sequence
 
 from intent_eqsat.ir.builder import RegionBuilder
 from intent_eqsat.ir.core import Op, Region, Value
@@ -21,6 +22,49 @@ from intent_eqsat.ir.types import Type
 
 #: op categories whose results depend on nothing but their operands and attributes
 _PURE_CATEGORIES = ("const", "unary", "binary", "compare", "select", "cast", "shape")
+
+
+#: a lowering step: yields the sub-steps it needs (each answered with its result), returns its own result
+Step = Generator[Any, Any, Any]
+
+
+def drive(step: Step) -> Any:
+    """Run a lowering step to completion without Python recursion.
+
+    A step yields a sub-step to have it run; the sub-step's return value is sent back into the step (an exception
+    it raises is thrown into the step instead). Pending steps live on ``stack``, so the Python stack stays flat
+    however deep the lowered expression is."""
+    stack: list[Step] = [step]
+    sent: Any = None
+    error: BaseException | None = None
+    while True:
+        top = stack[-1]
+        try:
+            if error is not None:
+                err, error = error, None
+                request = top.throw(err)
+            else:
+                request = top.send(sent)
+        except StopIteration as stop:
+            stack.pop()
+            if not stack:
+                return stop.value
+            sent = stop.value
+            continue
+        except BaseException as exc:  # propagated to the waiting step, as a call would
+            stack.pop()
+            if not stack:
+                raise
+            error = exc
+            continue
+        stack.append(request)
+        sent = None
+
+
+def done(value: Any) -> Step:
+    """A step that returns ``value`` at once (to pass a plain result where a step is expected)."""
+    return value
+    yield  # pragma: no cover - makes this a generator
 
 
 def _freeze(x: Any) -> Any:
@@ -50,6 +94,10 @@ class Emitter:
         self.origin: str | None = None
         #: loads may be hoisted like pure ops (inputs are read-only within a launch: construction checks it)
         self.hoist_loads = True
+        #: ops emitted in the current region without sharing (effects and region ops); ``pure`` never adds to it
+        self.unshared = 0
+        #: every op emitted (pure ones once each); construction refuses a kernel whose program would be huge
+        self.emitted = 0
 
     @property
     def current(self) -> Scope:
@@ -78,6 +126,9 @@ class Emitter:
         scope = self.scopes[depth]
         rb = scope.rb.with_origin(self.origin)
         op = rb.op(name, operands, [type_], attrs)
+        self.emitted += 1
+        if not hoistable:
+            self.unshared += 1
         self._record(op, depth)
         if hoistable:
             scope.memo[key] = op.result
@@ -86,30 +137,54 @@ class Emitter:
     def effect(self, name: str, operands: Sequence[Value], result_types: Sequence[Type] = (), **attrs: Any) -> Op:
         rb = self.current.rb.with_origin(self.origin)
         op = rb.op(name, operands, result_types, attrs)
+        self.unshared += 1
+        self.emitted += 1
         self._record(op, len(self.scopes) - 1)
         return op
 
-    def region(self, arg_types: Sequence[Type], build: Callable[..., Sequence[Value] | None],
-               hints: Sequence[str] = ()) -> Region:
-        """Open a nested region (its args live at the new depth), build it, close it, return it (not yet used by
-        any op: the caller attaches it with ``effect``/``op``)."""
+    def region_g(self, arg_types: Sequence[Type], build: Callable[..., Any], hints: Sequence[str] = ()):
+        """A lowering step (see :func:`drive`) that opens a nested region (its args live at the new depth), runs
+        the step ``build(*args)`` inside it (it returns the values to yield), closes it and returns it (not yet
+        used by any op: the caller attaches it with ``op_with_regions``). The same region as
+        ``RegionBuilder.sub_region`` builds, without a Python call per nesting level."""
         parent = self.current.rb
         depth = len(self.scopes)
+        args = [Value(parent.names.fresh(hints[i] if i < len(hints) else None), t) for i, t in enumerate(arg_types)]
+        region = Region(args, [])
+        rb = RegionBuilder(parent.names, region, parent.origin)
+        self.scopes.append(Scope(rb, depth))
+        for a in args:
+            self.depth_of[a.name] = depth
+        try:
+            out = yield build(*args)
+        finally:
+            self.scopes.pop()
+        rb.yield_(list(out) if out is not None else [])
+        return region
 
-        def body(rb: RegionBuilder, *args: Value):
-            self.scopes.append(Scope(rb, depth))
-            for a in args:
-                self.depth_of[a.name] = depth
-            try:
-                return build(*args)
-            finally:
-                self.scopes.pop()
+    def region(self, arg_types: Sequence[Type], build: Callable[..., Sequence[Value] | None],
+               hints: Sequence[str] = ()) -> Region:
+        """:meth:`region_g` with a plain ``build`` function."""
+        return drive(self.region_g(arg_types, lambda *args: done(build(*args)), hints))
 
-        return parent.sub_region(arg_types, body, hints)
+    def homes(self, values: Sequence[Value]) -> list[tuple[int, Scope]]:
+        """Where ``values`` live: (depth, scope) of each value emitted here (kernel arguments live everywhere)."""
+        out = []
+        for v in values:
+            d = self.depth_of.get(v.name)
+            if d is not None and d < len(self.scopes):
+                out.append((d, self.scopes[d]))
+        return out
+
+    def still_visible(self, homes: Sequence[tuple[int, Scope]]) -> bool:
+        """Are values that lived at ``homes`` (see :meth:`homes`) still in scope here (their regions still open)?"""
+        return all(d < len(self.scopes) and self.scopes[d] is scope for d, scope in homes)
 
     def op_with_regions(self, name: str, operands: Sequence[Value], result_types: Sequence[Type],
                         regions: Sequence[Region], **attrs: Any) -> Op:
         rb = self.current.rb.with_origin(self.origin)
         op = rb.op(name, operands, result_types, attrs, regions)
+        self.unshared += 1
+        self.emitted += 1
         self._record(op, len(self.scopes) - 1)
         return op

@@ -6,7 +6,10 @@ that program every KIR expression is lowered at the program's point:
 * index variables are SSA ``index`` scalars (program coordinates or loop induction variables);
 * a view read is a ``load`` (``gather`` when a coordinate depends on loaded data) with explicit coordinates; under a
   ``where`` it carries validity ``cond && in-bounds`` and a fill, so a masked-out member touches no memory (IR-6);
-* a let is rematerialized at the point where it is read (the optimizer decides later whether to materialize it);
+* a let is rematerialized at the point where it is read (the optimizer decides later whether to materialize it),
+  once per point: a later read at the same coordinates and predicate reuses the lowered value wherever lowering it
+  again would give the same program (:meth:`Lowerer.let_g`), so ``let t_j = t_{j-1} + t_{j-1}`` lowers in linear,
+  not exponential, time, while a let read inside another statement's loop is still recomputed there;
 * a reduction is an ordered ``for`` loop nest carrying its accumulator (f16/bf16 sums and products accumulate in
   f32, as the reference does); argmax/argmin carry (best, index) with ties to the lowest index and the first NaN
   winning;
@@ -16,14 +19,20 @@ that program every KIR expression is lowered at the program's point:
   scan at ``p`` folds the chunks before ``p``'s chunk and applies the emitter to the incoming state.
 
 Nothing here looks at kernel names; the forms follow from the KIR node kinds alone.
+
+The lowering functions are generators run by :func:`drive`: a recursive step ``yield``s the sub-generator whose
+result it needs instead of calling it, and the driver keeps the pending steps on an explicit stack. So neither deep
+expressions nor long let chains (``let t_j = f(t_{j-1})`` for 10,000 lets, each read inlined into the next) nor
+deeply nested loops grow the Python stack; :meth:`Lowerer.value` and :meth:`Lowerer.index` are the plain entry
+points.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from intent_eqsat.errors import ConstructionError
-from intent_eqsat.construct.emitter import Emitter
+from intent_eqsat.construct.emitter import Emitter, Step, done, drive
 from intent_eqsat.ir.core import Value
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Sym
 from intent_eqsat.ir.types import ScalarType
@@ -41,6 +50,8 @@ _CMP = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne"}
 _REDUCE_COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
 #: builtin combiners whose reduction loops are marked ``reduce`` (associative and commutative)
 _REASSOCIABLE = ("add", "mul", "max", "min")
+#: ops one execution group may emit; more means lets rematerialized in loop after loop (their copies multiply)
+MAX_CONSTRUCTED_OPS = 200_000
 
 
 def gpu_dtype(t: str) -> str:
@@ -71,6 +82,21 @@ def poly_to_launch(p: Poly, where: str = "") -> LaunchExpr:
     return out if out is not None else Const(0)
 
 
+@dataclass(frozen=True)
+class Tables:
+    """Per-kernel lookup tables shared by the lowerers of all worksets of one kernel (built once: copying them per
+    workset made construction quadratic in the number of statements)."""
+
+    types: dict[str, Any]
+    refs: dict[str, Any]
+    lets: dict[str, m.Let]
+
+    @staticmethod
+    def of(facts: ModuleFacts, kf: KernelFacts) -> "Tables":
+        return Tables(types={**facts.combiner_types, **kf.types}, refs={**facts.combiner_refs, **kf.refs},
+                      lets={s.name: s for s in kf.kernel.body if isinstance(s, m.Let)})
+
+
 @dataclass
 class Env:
     """What names mean at the current point.
@@ -90,17 +116,24 @@ class Env:
 class Lowerer:
     """Lowers the expressions of one kernel; ``em`` is the emitter of the execution group being built."""
 
-    def __init__(self, facts: ModuleFacts, kf: KernelFacts, em: Emitter, abi: dict[str, Value]):
+    def __init__(self, facts: ModuleFacts, kf: KernelFacts, em: Emitter, abi: dict[str, Value],
+                 tables: Tables | None = None):
         self.facts = facts
         self.kf = kf
         self.em = em
         self.abi = abi
-        self.types = {**facts.combiner_types, **kf.types}
-        self.refs = {**facts.combiner_refs, **kf.refs}
-        self.lets = {s.name: s for s in kf.kernel.body if isinstance(s, m.Let)}
+        tables = tables or Tables.of(facts, kf)
+        self.types = tables.types
+        self.refs = tables.refs
+        self.lets = tables.lets
         #: index values that range over exactly ``[0, hi)`` (program coordinates and reduction induction
         #: variables of a variable whose lower bound is 0), by value name -> ``hi``
         self.spans: dict[str, LaunchExpr] = {}
+        #: lowered lets by (let name, coordinate value names, predicate value name) -> (value, where its values
+        #: live, whether its lowering was pure, the region it was lowered in); see :meth:`let_g`
+        self.let_memo: dict[tuple, tuple[Lowered, list, bool, Any]] = {}
+        #: reuses of impure lowered lets (they make the reading let's lowering impure too)
+        self.impure_reuses = 0
 
     def record_span(self, v: Value, key: str) -> None:
         """Note that ``v`` ranges over the whole domain of index variable ``key`` when that domain starts at 0."""
@@ -164,10 +197,24 @@ class Lowerer:
         info = self.kf.vars[key]
         return self.launch(poly_to_launch(info.lo)), self.launch(poly_to_launch(info.hi))
 
-    # --------------------------------------------------------------------------------------- index mode
+    # ------------------------------------------------------------------------------------ entry points
+
+    def value(self, e: m.Expr, env: Env) -> Lowered:
+        """``e`` lowered at the point ``env`` (a Value, or a list of Values for a tuple)."""
+        return drive(self.value_g(e, env))
 
     def index(self, e: m.Expr, env: Env) -> Value:
         """A subscript expression as an ``index`` value."""
+        return drive(self.index_g(e, env))
+
+    def loop(self, lo: Value, hi: Value, inits: list[Value], body: Callable[[Value, list[Value]], list[Value]],
+             hint: str = "k", reduce: str | None = None) -> list[Value]:
+        """:meth:`loop_g` with a plain (non-generator) ``body``."""
+        return drive(self.loop_g(lo, hi, inits, lambda iv, carried: done(body(iv, carried)), hint, reduce))
+
+    # --------------------------------------------------------------------------------------- index mode
+
+    def index_g(self, e: m.Expr, env: Env) -> Step:
         prev = self.origin(e)
         try:
             if isinstance(e, m.Num):
@@ -178,63 +225,63 @@ class Lowerer:
                     return env.vars[ref.target]
                 if ref is not None and ref.kind == "symbol":
                     return self.launch(Sym(e.name))
-                return self.coerce(self.value(e, env), "index")
+                return self.coerce((yield self.value_g(e, env)), "index")
             if isinstance(e, m.Unary) and e.op == "neg":
-                return self.binary("sub", self.const(0, "index"), self.index(e.x, env))
+                zero = self.const(0, "index")
+                return self.binary("sub", zero, (yield self.index_g(e.x, env)))
             if isinstance(e, m.Binary) and e.op in ("add", "sub", "mul", "floordiv", "mod"):
-                return self.binary(e.op, self.index(e.a, env), self.index(e.b, env))
-            return self.coerce(self.value(e, env), "index")
+                a = yield self.index_g(e.a, env)
+                b = yield self.index_g(e.b, env)
+                return self.binary(e.op, a, b)
+            return self.coerce((yield self.value_g(e, env)), "index")
         finally:
             self.em.origin = prev
 
     # --------------------------------------------------------------------------------------- value mode
 
-    def value(self, e: m.Expr, env: Env) -> Lowered:
+    def value_g(self, e: m.Expr, env: Env) -> Step:
         prev = self.origin(e)
         try:
-            return self._value(e, env)
+            if isinstance(e, m.Num):
+                return self.const(e.value, self.dtype(e))
+            if isinstance(e, m.Name):
+                return (yield self.name_g(e, env))
+            if isinstance(e, m.Access):
+                return (yield self.access_g(e, env))
+            if isinstance(e, m.Unary):
+                x = yield self.value_g(e.x, env)
+                if e.op == "not":
+                    return self.em.pure("not", [x], I1)
+                return self.em.pure("neg", [self.coerce(x, self.dtype(e))], ScalarType(self.dtype(e)))
+            if isinstance(e, m.Binary):
+                return (yield self.binary_g(e, env))
+            if isinstance(e, m.Call):
+                return (yield self.call_g(e, env))
+            if isinstance(e, m.Cast):
+                x = yield self.value_g(e.x, env)
+                return self.coerce(x, gpu_dtype(e.dtype))
+            if isinstance(e, m.Where):
+                return (yield self.where_g(e, env))
+            if isinstance(e, m.TupleExpr):
+                out: list[Value] = []
+                for x in e.elems:
+                    v = yield self.value_g(x, env)
+                    out.extend(v if isinstance(v, list) else [v])
+                return out
+            if isinstance(e, m.Proj):
+                x = yield self.value_g(e.x, env)
+                return x[e.index]
+            if isinstance(e, m.Reduce):
+                return (yield self.reduce_g(e, env))
+            if isinstance(e, m.Scan):
+                return (yield self.scan_g(e, env))
+            if isinstance(e, m.RegionFold):
+                return (yield self.region_fold_g(e, env))
+            if isinstance(e, m.RegionScan):
+                return (yield self.region_scan_g(e, env))
+            raise ConstructionError(f"cannot lower KIR node {type(e).__name__}", e.loc or e.id)
         finally:
             self.em.origin = prev
-
-    def _value(self, e: m.Expr, env: Env) -> Lowered:
-        if isinstance(e, m.Num):
-            return self.const(e.value, self.dtype(e))
-        if isinstance(e, m.Name):
-            return self.name(e, env)
-        if isinstance(e, m.Access):
-            return self.access(e, env)
-        if isinstance(e, m.Unary):
-            x = self.value(e.x, env)
-            if e.op == "not":
-                return self.em.pure("not", [x], I1)
-            return self.em.pure("neg", [self.coerce(x, self.dtype(e))], ScalarType(self.dtype(e)))
-        if isinstance(e, m.Binary):
-            return self.binary_expr(e, env)
-        if isinstance(e, m.Call):
-            return self.call(e, env)
-        if isinstance(e, m.Cast):
-            x = self.value(e.x, env)
-            return self.coerce(x, gpu_dtype(e.dtype))
-        if isinstance(e, m.Where):
-            return self.where(e, env)
-        if isinstance(e, m.TupleExpr):
-            out: list[Value] = []
-            for x in e.elems:
-                v = self.value(x, env)
-                out.extend(v if isinstance(v, list) else [v])
-            return out
-        if isinstance(e, m.Proj):
-            x = self.value(e.x, env)
-            return x[e.index]
-        if isinstance(e, m.Reduce):
-            return self.reduce(e, env)
-        if isinstance(e, m.Scan):
-            return self.scan(e, env)
-        if isinstance(e, m.RegionFold):
-            return self.region_fold(e, env)
-        if isinstance(e, m.RegionScan):
-            return self.region_scan(e, env)
-        raise ConstructionError(f"cannot lower KIR node {type(e).__name__}", e.loc or e.id)
 
     def typed(self, v: Lowered, e: m.Node) -> Lowered:
         """Coerce a lowered value to the type inference gave node ``e``."""
@@ -243,7 +290,7 @@ class Lowerer:
             return [self.coerce(x, gpu_dtype(tx)) for x, tx in zip(v, t)]
         return self.coerce(v, gpu_dtype(t))
 
-    def name(self, e: m.Name, env: Env) -> Lowered:
+    def name_g(self, e: m.Name, env: Env) -> Step:
         ref = self.refs.get(e.id)
         if ref is None:
             raise ConstructionError(f"unresolved name {e.name!r}", e.loc or e.id)
@@ -254,22 +301,24 @@ class Lowerer:
         if ref.kind == "scalar":
             return self.typed(self.abi[ref.target], e)
         if ref.kind == "let":
-            return self.typed(self.let_at(ref.target, [], env), e)
+            return self.typed((yield self.let_g(ref.target, [], env)), e)
         if ref.kind == "local":
             return self.typed(env.locals[ref.target], e)
         if ref.kind == "state":
             return self.typed(env.states[ref.target], e)
         raise ConstructionError(f"name {e.name!r} refers to a {ref.kind}", e.loc or e.id)
 
-    def access(self, e: m.Access, env: Env) -> Lowered:
+    def access_g(self, e: m.Access, env: Env) -> Step:
         p = self.kf.kernel.param(e.name)
         if p is not None and p.is_view:
-            return self.load(e, env)
-        return self.typed(self.let_at(e.name, list(e.subs), env), e)
+            return (yield self.load_g(e, env))
+        return self.typed((yield self.let_g(e.name, list(e.subs), env)), e)
 
-    def load(self, e: m.Access, env: Env) -> Value:
+    def load_g(self, e: m.Access, env: Env) -> Step:
         view = self.abi[e.name]
-        coords = [self.index(s, env) for s in e.subs]
+        coords = []
+        for s in e.subs:
+            coords.append((yield self.index_g(s, env)))
         data_dependent = any(isinstance(n, m.Access) for s in e.subs for n in m.walk(s))
         dtype = view.type.dtype
         if env.valid is None:
@@ -292,65 +341,95 @@ class Lowerer:
         return self.em.pure("gather" if data_dependent else "load", [view, *coords, valid], ScalarType(dtype),
                             valid=True, fill=fill)
 
-    def let_at(self, name: str, subs: Sequence[m.Expr], env: Env) -> Lowered:
-        """Rematerialize let ``name`` at the point given by ``subs`` (its index variables rebound)."""
+    def let_g(self, name: str, subs: Sequence[m.Expr], env: Env) -> Step:
+        """Rematerialize let ``name`` at the point given by ``subs`` (its index variables rebound).
+
+        A let read again at the same coordinates under the same predicate reuses the value lowered first, where
+        lowering it again would give the same program: when that lowering was pure (every op it emitted is shared
+        by the emitter, so a second lowering returns the very same values) and its values are still in scope, or
+        when the read is in the same region as the first one (its loops would be duplicates that the canonical
+        form merges). A let whose loops would sit in another region (a summary read inside a consumer's loop) is
+        still recomputed there: that choice is the optimizer's (the remat rulebook). So a chain of lets each read
+        several times lowers in time linear in its length, not exponential."""
         let = self.lets[name]
         info = self.kf.lets[name]
         inner = Env(valid=env.valid)
         for key, sub in zip(info.indices, subs):
-            inner.vars[key] = self.index(sub, env)
+            inner.vars[key] = yield self.index_g(sub, env)
+        em = self.em
+        memo_key = (name, tuple(v.name for v in inner.vars.values()),
+                    env.valid.name if env.valid is not None else None)
+        hit = self.let_memo.get(memo_key)
+        if hit is not None:
+            out, homes, pure, region = hit
+            if em.still_visible(homes) and (pure or region is em.current):
+                if not pure:
+                    self.impure_reuses += 1   # the reader is no more pure than what it reuses
+                return out
+        before = em.unshared + self.impure_reuses
         prev = self.origin(let)
         try:
-            return self.typed(self.value(let.value, inner), let.value)
+            out = self.typed((yield self.value_g(let.value, inner)), let.value)
         finally:
-            self.em.origin = prev
+            em.origin = prev
+        if em.emitted > MAX_CONSTRUCTED_OPS:
+            raise ConstructionError(
+                f"construction of this statement emits more than {MAX_CONSTRUCTED_OPS} ops: lets read inside "
+                f"several loops each are recomputed in every loop (here {name!r}); materialize them by splitting the "
+                f"kernel, or read them outside the loops", let.loc or let.id)
+        pure = em.unshared + self.impure_reuses == before
+        self.let_memo[memo_key] = (out, em.homes(out if isinstance(out, list) else [out]), pure, em.current)
+        return out
 
-    def binary_expr(self, e: m.Binary, env: Env) -> Value:
+    def binary_g(self, e: m.Binary, env: Env) -> Step:
         if e.op in ("and", "or"):
-            return self.em.pure(e.op, [self.value(e.a, env), self.value(e.b, env)], I1)
+            a = yield self.value_g(e.a, env)
+            b = yield self.value_g(e.b, env)
+            return self.em.pure(e.op, [a, b], I1)
         ta, tb = self.ktype(e.a), self.ktype(e.b)
         common = gpu_dtype(kdt.promote(ta, tb) or ta)
-        a = self.coerce(self.value(e.a, env), common)
-        b = self.coerce(self.value(e.b, env), common)
+        a = self.coerce((yield self.value_g(e.a, env)), common)
+        b = self.coerce((yield self.value_g(e.b, env)), common)
         if e.op in _CMP:
             return self.cmp(_CMP[e.op], a, b)
         out = self.binary(e.op, a, b)
         return self.coerce(out, self.dtype(e))
 
-    def call(self, e: m.Call, env: Env) -> Lowered:
+    def call_g(self, e: m.Call, env: Env) -> Step:
         if e.fn == "select":
-            c = self.value(e.args[0], env)
-            a, b = self.typed(self.value(e.args[1], env), e), self.typed(self.value(e.args[2], env), e)
+            c = yield self.value_g(e.args[0], env)
+            a = self.typed((yield self.value_g(e.args[1], env)), e)
+            b = self.typed((yield self.value_g(e.args[2], env)), e)
             if isinstance(a, list):
                 return [self.select(c, x, y) for x, y in zip(a, b)]
             return self.select(c, a, b)
         t = self.dtype(e)
-        args = [self.coerce(self.value(x, env), t) for x in e.args]
-        if e.fn in ("max", "min", "pow"):
-            return self.em.pure(e.fn, args, ScalarType(t))
+        args = []
+        for x in e.args:
+            args.append(self.coerce((yield self.value_g(x, env)), t))
         return self.em.pure(e.fn, args, ScalarType(t))
 
-    def where(self, e: m.Where, env: Env) -> Lowered:
-        cond = self.value(e.cond, env)
+    def where_g(self, e: m.Where, env: Env) -> Step:
+        cond = yield self.value_g(e.cond, env)
         inner = replace(env, valid=self.and_valid(env.valid, cond))
-        v = self.typed(self.value(e.value, inner), e)
-        f = self.typed(self.value(e.fill, env), e)
+        v = self.typed((yield self.value_g(e.value, inner)), e)
+        f = self.typed((yield self.value_g(e.fill, env)), e)
         if isinstance(v, list):
             return [self.select(cond, x, y) for x, y in zip(v, f)]
         return self.select(cond, v, f)
 
     # ----------------------------------------------------------------------------------- combiners
 
-    def identity(self, combine: str, t: Any) -> list[Value]:
+    def identity_g(self, combine: str, t: Any) -> Step:
         """The combiner's identity as values of the carried types."""
         if combine in BUILTIN_COMBINERS:
             v = {"add": 0, "mul": 1, "max": kdt.lowest(t), "min": kdt.highest(t)}[combine]
             return [self.const(v, gpu_dtype(t))]
         c = self.facts.combiners[combine]
-        v = self.typed(self.value(c.identity, Env()), c.identity)
+        v = self.typed((yield self.value_g(c.identity, Env())), c.identity)
         return v if isinstance(v, list) else [v]
 
-    def combine(self, combine: str, acc: list[Value], x: list[Value], t: Any) -> list[Value]:
+    def combine_g(self, combine: str, acc: list[Value], x: list[Value], t: Any) -> Step:
         """``combine(acc, x)`` with ``acc`` holding the earlier members (the reference's order)."""
         if combine in BUILTIN_COMBINERS:
             a, b = acc[0], self.coerce(x[0], acc[0].type.dtype)
@@ -360,19 +439,19 @@ class Lowerer:
         ta = c.type
         av: Lowered = acc if isinstance(ta, tuple) else acc[0]
         bv: Lowered = x if isinstance(ta, tuple) else x[0]
-        out = self.block(c.body, Env(states={pa: av, pb: bv}))
+        out = yield self.block_g(c.body, Env(states={pa: av, pb: bv}))
         out = self.typed(out, c.body)
         return out if isinstance(out, list) else [out]
 
-    def block(self, b: m.Block, env: Env) -> Lowered:
+    def block_g(self, b: m.Block, env: Env) -> Step:
         env = replace(env, locals=dict(env.locals))
         for x in b.lets:
             prev = self.origin(x)
             try:
-                env.locals[x.id] = self.typed(self.value(x.value, env), x)
+                env.locals[x.id] = self.typed((yield self.value_g(x.value, env)), x)
             finally:
                 self.em.origin = prev
-        return self.value(b.result, env)
+        return (yield self.value_g(b.result, env))
 
     @staticmethod
     def as_list(v: Lowered) -> list[Value]:
@@ -386,13 +465,14 @@ class Lowerer:
 
     # ------------------------------------------------------------------------------------- loops
 
-    def loop(self, lo: Value, hi: Value, inits: list[Value], body, hint: str = "k",
-             reduce: str | None = None) -> list[Value]:
-        """``for iv in [lo, hi)`` carrying ``inits``; ``body(iv, carried) -> next carried``. ``reduce`` marks
-        the loop as the ordered realization of an ordinary KIR reduction (its members may be reassociated)."""
+    def loop_g(self, lo: Value, hi: Value, inits: list[Value], body: Callable[[Value, list[Value]], Step],
+               hint: str = "k", reduce: str | None = None) -> Step:
+        """``for iv in [lo, hi)`` carrying ``inits``; the step ``body(iv, carried)`` gives the next carried values.
+        ``reduce`` marks the loop as the ordered realization of an ordinary KIR reduction (its members may be
+        reassociated)."""
         step = self.const(1, "index")
-        region = self.em.region([INDEX] + [v.type for v in inits],
-                                lambda iv, *carried: body(iv, list(carried)), hints=[hint])
+        region = yield self.em.region_g([INDEX] + [v.type for v in inits],
+                                        lambda iv, *carried: body(iv, list(carried)), hints=[hint])
         attrs = {"reduce": reduce} if reduce else {}
         op = self.em.op_with_regions("for", [lo, hi, step, *inits], [v.type for v in inits], [region], **attrs)
         return op.results
@@ -402,36 +482,35 @@ class Lowerer:
             return env.chunk[key]
         return self.extent(key)
 
-    def reduce(self, e: m.Reduce, env: Env) -> Lowered:
+    def reduce_g(self, e: m.Reduce, env: Env) -> Step:
         keys = [self.kf.bind_keys[b.id] for b in e.binds]
         t = self.ktype(e)
         if e.op in ("argmax", "argmin"):
-            return self.arg_reduce(e, keys[0], env)
+            return (yield self.arg_reduce_g(e, keys[0], env))
         combine = _REDUCE_COMBINE.get(e.op, e.combine or "")
         ct = self.carried_types(combine, t)
-        inits = self.identity(combine, ct)
+        inits = yield self.identity_g(combine, ct)
 
-        def nest(level: int, inner_env: Env, carried: list[Value]) -> list[Value]:
+        def nest(level: int, inner_env: Env, carried: list[Value]) -> Step:
             lo, hi = self.bounds(keys[level], inner_env)
 
-            def body(iv: Value, acc: list[Value]) -> list[Value]:
+            def body(iv: Value, acc: list[Value]) -> Step:
                 if keys[level] not in inner_env.chunk:
                     self.record_span(iv, keys[level])
                 env2 = replace(inner_env, vars={**inner_env.vars, keys[level]: iv})
                 if level + 1 < len(keys):
-                    return nest(level + 1, env2, acc)
-                x = self.as_list(self.value(e.body, env2))
-                return self.combine(combine, acc, x, ct)
+                    return (yield nest(level + 1, env2, acc))
+                x = self.as_list((yield self.value_g(e.body, env2)))
+                return (yield self.combine_g(combine, acc, x, ct))
 
             # an ordinary reduction with a builtin associative+commutative combiner (SPEC PASS-4: reassociable)
             reassoc = combine if combine in _REASSOCIABLE and len(carried) == 1 and level + 1 == len(keys) else None
-            return self.loop(lo, hi, carried, body, hint=e.binds[level].name, reduce=reassoc)
+            return (yield self.loop_g(lo, hi, carried, body, hint=e.binds[level].name, reduce=reassoc))
 
-        out = nest(0, env, inits)
-        res = self.typed(out if isinstance(t, tuple) else out[0], e)
-        return res
+        out = yield nest(0, env, inits)
+        return self.typed(out if isinstance(t, tuple) else out[0], e)
 
-    def arg_reduce(self, e: m.Reduce, key: str, env: Env) -> Value:
+    def arg_reduce_g(self, e: m.Reduce, key: str, env: Env) -> Step:
         bt = self.ktype(e.body)
         vt = gpu_dtype(bt)
         lo, hi = self.bounds(key, env)
@@ -439,9 +518,9 @@ class Lowerer:
         idx0 = self.const(-1, "i64")
         is_float = vt in ("f16", "bf16", "f32", "f64")
 
-        def body(iv: Value, carried: list[Value]) -> list[Value]:
+        def body(iv: Value, carried: list[Value]) -> Step:
             best, idx = carried
-            v = self.coerce(self.value(e.body, replace(env, vars={**env.vars, key: iv})), vt)
+            v = self.coerce((yield self.value_g(e.body, replace(env, vars={**env.vars, key: iv}))), vt)
             first = self.cmp("eq", idx, self.const(-1, "i64"))
             better = self.cmp("gt" if e.op == "argmax" else "lt", v, best)
             if is_float:
@@ -453,10 +532,10 @@ class Lowerer:
             member = self.binary("sub", iv, lo)
             return [self.select(take, v, best), self.select(take, self.coerce(member, "i64"), idx)]
 
-        _, idx = self.loop(lo, hi, [best0, idx0], body, hint=e.binds[0].name)
+        _, idx = yield self.loop_g(lo, hi, [best0, idx0], body, hint=e.binds[0].name)
         return self.coerce(idx, self.dtype(e))
 
-    def scan(self, e: m.Scan, env: Env) -> Lowered:
+    def scan_g(self, e: m.Scan, env: Env) -> Step:
         """The scan's value at the current point: an ordered loop over the members up to it."""
         key = self.kf.bind_keys[e.id]
         p = env.vars[key]
@@ -468,58 +547,56 @@ class Lowerer:
             start, stop = lo, (p if e.exclusive else self.binary("add", p, one))
         else:
             start, stop = (self.binary("add", p, one) if e.exclusive else p), hi
-        inits = self.identity(e.combine, ct)
+        inits = yield self.identity_g(e.combine, ct)
 
-        def body(iv: Value, acc: list[Value]) -> list[Value]:
-            x = self.as_list(self.value(e.body, replace(env, vars={**env.vars, key: iv})))
-            return self.combine(e.combine, acc, x, ct)
+        def body(iv: Value, acc: list[Value]) -> Step:
+            x = self.as_list((yield self.value_g(e.body, replace(env, vars={**env.vars, key: iv}))))
+            return (yield self.combine_g(e.combine, acc, x, ct))
 
-        if not e.reverse:
-            out = self.loop(start, stop, inits, body, hint=f"{e.var}_s")
-        else:
+        def rbody(t_iv: Value, acc: list[Value]) -> Step:
             # Suffix scan in the reference's order: members from the last one down, combine(x, carry).
-            def rbody(t_iv: Value, acc: list[Value]) -> list[Value]:
-                iv = self.binary("sub", self.binary("sub", self.binary("add", start, stop), one), t_iv)
-                x = self.as_list(self.value(e.body, replace(env, vars={**env.vars, key: iv})))
-                return self.combine(e.combine, x, acc, ct)
+            iv = self.binary("sub", self.binary("sub", self.binary("add", start, stop), one), t_iv)
+            x = self.as_list((yield self.value_g(e.body, replace(env, vars={**env.vars, key: iv}))))
+            return (yield self.combine_g(e.combine, x, acc, ct))
 
-            out = self.loop(start, stop, inits, rbody, hint=f"{e.var}_s")
+        out = yield self.loop_g(start, stop, inits, rbody if e.reverse else body, hint=f"{e.var}_s")
         return self.typed(out if isinstance(t, tuple) else out[0], e)
 
-    def fold_chunks(self, combine: str, tstate: Any, summarize: m.Block, key: str, chunk: int,
-                    lo: Value, hi: Value, env: Env) -> list[Value]:
+    def fold_chunks_g(self, combine: str, tstate: Any, summarize: m.Block, key: str, chunk: int,
+                      lo: Value, hi: Value, env: Env) -> Step:
         """``region_fold`` over chunks of ``chunk`` members of ``[lo, hi)`` (IR-8): summarize each, combine."""
         ttuple = tstate if isinstance(tstate, tuple) else (tstate,)
-        inits = self.identity(combine, tstate)
+        inits = yield self.identity_g(combine, tstate)
         step = self.const(chunk, "index")
         chunk_v = step
 
-        def summ(seg: Value) -> list[Value]:
+        def summ(seg: Value) -> Step:
             end = self.em.pure("min", [self.binary("add", seg, chunk_v), hi], INDEX)
-            out = self.block(summarize, replace(env, chunk={**env.chunk, key: (seg, end)}))
+            out = yield self.block_g(summarize, replace(env, chunk={**env.chunk, key: (seg, end)}))
             return [self.coerce(v, gpu_dtype(tx)) for v, tx in zip(self.as_list(out), ttuple)]
 
-        def comb(*args: Value) -> list[Value]:
+        def comb(*args: Value) -> Step:
             n = len(ttuple)
-            return self.combine(combine, list(args[:n]), list(args[n:]), tstate)
+            return (yield self.combine_g(combine, list(args[:n]), list(args[n:]), tstate))
 
         types = [ScalarType(gpu_dtype(tx)) for tx in ttuple]
-        r_summ = self.em.region([INDEX], summ, hints=["seg"])
-        r_comb = self.em.region(types + types, comb)
+        r_summ = yield self.em.region_g([INDEX], summ, hints=["seg"])
+        r_comb = yield self.em.region_g(types + types, comb)
         op = self.em.op_with_regions("region_fold", [lo, hi, step, *inits], types, [r_summ, r_comb])
         return op.results
 
-    def region_fold(self, e: m.RegionFold, env: Env) -> Lowered:
+    def region_fold_g(self, e: m.RegionFold, env: Env) -> Step:
         key = self.kf.bind_keys[e.bind.id]
         lo, hi = self.bounds(key, env)
         tstate = self.ktype(e.summarize)
-        state = self.fold_chunks(e.combine, tstate, e.summarize, key, e.chunk, lo, hi, env)
+        state = yield self.fold_chunks_g(e.combine, tstate, e.summarize, key, e.chunk, lo, hi, env)
         sv: Lowered = state if isinstance(tstate, tuple) else state[0]
         if e.finalize is None or e.state is None:
             return self.typed(sv, e)
-        return self.typed(self.block(e.finalize, replace(env, states={**env.states, e.state: sv})), e)
+        out = yield self.block_g(e.finalize, replace(env, states={**env.states, e.state: sv}))
+        return self.typed(out, e)
 
-    def region_scan(self, e: m.RegionScan, env: Env) -> Lowered:
+    def region_scan_g(self, e: m.RegionScan, env: Env) -> Step:
         """The region scan's value at the current point ``p``: fold the chunks before ``p``'s chunk into the
         incoming state, then apply the emitter inside ``p``'s chunk (chunk boundaries are the author's)."""
         key = self.kf.bind_keys[e.id]
@@ -530,7 +607,7 @@ class Lowerer:
         cstart = self.binary("add", lo, self.binary("mul", self.binary("floordiv", rel, chunk), chunk))
         cend = self.em.pure("min", [self.binary("add", cstart, chunk), hi], INDEX)
         tstate = self.ktype(e.summarize)
-        state = self.fold_chunks(e.combine, tstate, e.summarize, key, e.chunk, lo, cstart, env)
+        state = yield self.fold_chunks_g(e.combine, tstate, e.summarize, key, e.chunk, lo, cstart, env)
         sv: Lowered = state if isinstance(tstate, tuple) else state[0]
         emit_env = replace(env, chunk={**env.chunk, key: (cstart, cend)}, states={**env.states, e.state: sv})
-        return self.typed(self.block(e.emit, emit_env), e)
+        return self.typed((yield self.block_g(e.emit, emit_env)), e)

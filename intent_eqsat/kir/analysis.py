@@ -173,9 +173,10 @@ class ModuleAnalysis:
     kernels: Mapping[str, KernelAnalysis]
 
 
-def analyze(module: m.KirModule) -> ModuleAnalysis:
-    """Verify ``module`` and compute the canonical analyses of every kernel."""
-    facts = check(module)
+def analyze(module: m.KirModule, facts: ModuleFacts | None = None) -> ModuleAnalysis:
+    """Verify ``module`` and compute the canonical analyses of every kernel (``facts``: what ``check(module)``
+    already returned, so that a caller that verified the module does not verify it again)."""
+    facts = check(module) if facts is None else facts
     return ModuleAnalysis(MappingProxyType({k: _analyze_kernel(kf, facts) for k, kf in facts.kernels.items()}))
 
 

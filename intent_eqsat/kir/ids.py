@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from itertools import count
-from typing import Callable, Iterator
+from typing import Callable
 
 from intent_eqsat.kir import model as m
 
@@ -29,15 +29,50 @@ def replace_children(node: m.Node, fn: Callable[[m.Node], m.Node]) -> m.Node:
     return dataclasses.replace(node, **changes) if changes else node
 
 
-def _number(node: m.Node, prefix: str, counter: Iterator[int]) -> m.Node:
-    node = dataclasses.replace(node, id=f"{prefix}.e{next(counter)}")
-    return replace_children(node, lambda c: _number(c, prefix, counter))
+def _child_slots(node: m.Node) -> list[tuple[str, bool, tuple[m.Node, ...]]]:
+    """The fields of ``node`` holding nodes, as (field name, holds a tuple, the nodes), in field order (the order
+    of :func:`replace_children`)."""
+    slots = []
+    for f in dataclasses.fields(node):
+        v = getattr(node, f.name)
+        if isinstance(v, m.Node):
+            slots.append((f.name, False, (v,)))
+        elif isinstance(v, tuple) and v and all(isinstance(x, m.Node) for x in v):
+            slots.append((f.name, True, v))
+    return slots
 
 
-def _number_below(node: m.Node, own_id: str) -> m.Node:
+def _number_below(root: m.Node, own_id: str) -> m.Node:
+    """``root`` with id ``own_id`` and the nodes below it numbered ``<own_id>.e<n>`` in pre-order.
+
+    Iterative (an explicit stack of half-rebuilt nodes), so that a builder-made tree of any depth is numbered and
+    then refused by the verifier's depth check rather than overflowing the Python stack here."""
     counter = count()
-    node = dataclasses.replace(node, id=own_id)
-    return replace_children(node, lambda c: _number(c, own_id, counter))
+
+    def open_(node: m.Node, node_id: str) -> list:
+        node = dataclasses.replace(node, id=node_id)
+        slots = _child_slots(node)
+        pending = [c for _, _, nodes in slots for c in nodes]
+        return [node, slots, pending, 0, []]   # node, its slots, children to number, next child, rebuilt children
+
+    stack = [open_(root, own_id)]
+    while True:
+        frame = stack[-1]
+        node, slots, pending, i, rebuilt = frame
+        if i < len(pending):
+            frame[3] = i + 1
+            stack.append(open_(pending[i], f"{own_id}.e{next(counter)}"))
+            continue
+        stack.pop()
+        changes, k = {}, 0
+        for name, is_tuple, nodes in slots:
+            part = rebuilt[k:k + len(nodes)]
+            k += len(nodes)
+            changes[name] = tuple(part) if is_tuple else part[0]
+        built = dataclasses.replace(node, **changes) if changes else node
+        if not stack:
+            return built
+        stack[-1][4].append(built)
 
 
 def assign_ids(module: m.KirModule) -> m.KirModule:

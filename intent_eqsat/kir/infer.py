@@ -30,7 +30,7 @@ from intent_eqsat.kir.facts import (  # noqa: F401  (re-exported: the facts live
 )
 from intent_eqsat.kir.poly import Poly
 from intent_eqsat.kir.printer import type_str
-from intent_eqsat.kir.typer import Ctx, ExprTyper, Typing, fits, is_scalar
+from intent_eqsat.kir.typer import MAX_INDICES, Ctx, ExprTyper, Typing, fits, is_scalar
 
 
 def infer_module(module: m.KirModule) -> ModuleFacts:
@@ -129,6 +129,7 @@ class KernelInference:
         self.walker = ExprTyper(self.typing, self, combiners)
         self._free: list[str] = []
         self._stmt: str = ""
+        self._stmt_vars: list[str] = []   # keys of the index variables the current statement added, in order
 
     def run(self) -> KernelFacts:
         self.params()
@@ -183,11 +184,16 @@ class KernelInference:
         if name in self.lets:
             raise kir_error(f"{what} name {name!r} is already the name of a let", node)
 
+    def add_var(self, info: VarInfo) -> None:
+        """Record a new index variable of the current statement."""
+        self.vars[info.key] = info
+        self._stmt_vars.append(info.key)
+
     def new_free(self, name: str, node: m.Node) -> str:
         key = f"{self._stmt}/{name}"
         if key not in self.vars:
             self.check_fresh_index(name, node)
-            self.vars[key] = VarInfo(key, name, "free", self._stmt, Poly(), Poly(), False, node.loc)
+            self.add_var(VarInfo(key, name, "free", self._stmt, Poly(), Poly(), False, node.loc))
             self._free.append(name)
         return key
 
@@ -214,6 +220,7 @@ class KernelInference:
     def statement(self, s: m.Stmt) -> None:
         self._stmt = s.id
         self._free = []
+        self._stmt_vars = []
         self.direct_uses = []
         if isinstance(s, m.Let):
             self.let(s)
@@ -228,6 +235,9 @@ class KernelInference:
             raise kir_error(f"let {s.name!r} has the name of a parameter or shape symbol", s)
         scope: dict[str, Ref] = {}
         keys = []
+        if len(s.indices) > MAX_INDICES:
+            raise kir_error(f"too many index variables: let {s.name!r} has {len(s.indices)} indices (at most "
+                            f"{MAX_INDICES})", s)
         for b in s.indices:
             if b.name in scope:
                 raise kir_error(f"index {b.name!r} appears twice in let {s.name!r}", b)
@@ -238,7 +248,7 @@ class KernelInference:
                 lo, hi, explicit = self.symbolic(b.lo), self.symbolic(b.hi), True
                 if lo != Poly():
                     raise kir_error(f"the index of a let ranges from 0 (got {b.name} in {lo}..{hi})", b)
-            self.vars[key] = VarInfo(key, b.name, "free", s.id, lo, hi, explicit, b.loc)
+            self.add_var(VarInfo(key, b.name, "free", s.id, lo, hi, explicit, b.loc))
             self.bind_keys[b.id] = key
             scope[b.name] = Ref("index", key)
             keys.append(key)
@@ -275,6 +285,9 @@ class KernelInference:
             if isinstance(sub, m.Name) and self.refs.get(sub.id, Ref("", "")).kind == "index":
                 self.direct_uses.append((self.refs[sub.id].target, shape[axis], sub, f"{s.target} axis {axis}"))
         free = tuple(self._free)
+        if len(free) > MAX_INDICES:
+            raise kir_error(f"too many index variables: the statement has {len(free)} free indices (at most "
+                            f"{MAX_INDICES})", s)
         scope = {n: Ref("index", f"{s.id}/{n}") for n in free}
         ctx = Ctx(stmt=s.id, scope=MappingProxyType(scope), free=frozenset(free), top=True)
         tv = self.walker.expr(s.value, ctx)
@@ -308,9 +321,8 @@ class KernelInference:
         first: dict[str, tuple[Poly, str]] = {}
         for key, extent, _node, what in self.direct_uses:
             first.setdefault(key, (extent, what))
-        for key, info in list(self.vars.items()):
-            if info.stmt != s.id:
-                continue
+        for key in self._stmt_vars:   # (not all of self.vars: that made inference quadratic in statements)
+            info = self.vars[key]
             if info.explicit:
                 self.vars[key] = dataclasses.replace(info, source="its explicit range")
                 continue

@@ -401,6 +401,23 @@ def children(node: Node) -> tuple[Node, ...]:
     raise TypeError(f"not a KIR node: {node!r}")
 
 
+#: deepest expression tree accepted (the parser and the verifier refuse deeper ones with a located error): every
+#: pass walks expressions recursively, and long operator chains build deep trees
+MAX_TREE_DEPTH = 100
+
+
+def too_deep(node: Node, limit: int) -> Node | None:
+    """The first node (in pre-order) more than ``limit`` levels below ``node``, or None (iterative: a tree of any
+    depth is measured without recursion)."""
+    stack: list[tuple[Node, int]] = [(node, 0)]
+    while stack:
+        n, depth = stack.pop()
+        if depth > limit:
+            return n
+        stack.extend((c, depth + 1) for c in reversed(children(n)))
+    return None
+
+
 def walk(node: Node):
     """Yield ``node`` and all its descendants in pre-order."""
     stack = [node]

@@ -21,7 +21,8 @@ CMP_OPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 ADD_OPS = {"+": "add", "-": "sub"}
 MUL_OPS = {"*": "mul", "/": "div", "//": "floordiv", "%": "mod"}
 MAX_NESTING = 40      # nested parentheses / calls / unary operators
-MAX_TREE_DEPTH = 100  # depth of any expression tree (long operator chains build deep trees)
+MAX_TREE_DEPTH = m.MAX_TREE_DEPTH  # depth of any expression tree (long operator chains build deep trees)
+INT_LIMIT = 2**63     # integer literals (values, dims, tuple components, chunk sizes) are below it in magnitude
 
 
 def parse(text: str, filename: str | None = None) -> m.KirModule:
@@ -33,12 +34,9 @@ def parse(text: str, filename: str | None = None) -> m.KirModule:
 
 
 def _check_depth(module: m.KirModule) -> None:
-    stack: list[tuple[m.Node, int]] = [(module, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_TREE_DEPTH:
-            raise ParseError(f"expression too deeply nested (more than {MAX_TREE_DEPTH} levels)", node.loc)
-        stack.extend((c, depth + 1) for c in m.children(node))
+    node = m.too_deep(module, MAX_TREE_DEPTH)
+    if node is not None:
+        raise ParseError(f"expression too deeply nested (more than {MAX_TREE_DEPTH} levels)", node.loc)
 
 
 class _Parser:
@@ -92,7 +90,7 @@ class _Parser:
         if t.kind != "int":
             raise ParseError(f"expected {what}, found {self._describe(t)}", t.loc)
         self.advance()
-        return int(t.text)
+        return _int_value(t)
 
     def dtype(self) -> str:
         t = self.tok
@@ -554,14 +552,26 @@ class _Parser:
                             var_loc=var.loc, combine_loc=combine_loc, loc=t.loc)
 
 
+def _int_value(t: Token) -> int:
+    """The value of an integer literal token; ``|v| < 2**63`` (checked on the digits first: Python refuses to
+    convert strings of more than 4300 digits, and nothing the IR accepts needs them)."""
+    digits = t.text.lstrip("0") or "0"
+    if len(digits) > 19 or int(digits) >= INT_LIMIT:
+        shown = t.text if len(t.text) <= 40 else f"{t.text[:20]}...({len(t.text)} digits)"
+        raise ParseError(f"integer literal {shown} does not fit in 64 bits (|value| < 2**63)", t.loc)
+    return int(digits)
+
+
 def _number(t: Token, negate: bool, loc: SourceLocation) -> m.Num:
     """A literal with canonical text (see :class:`~intent_eqsat.kir.model.Num`)."""
     if t.kind == "int":
-        if len(t.text.lstrip("0")) > 19 or int(t.text) >= 2**63:
-            raise ParseError(f"integer literal {t.text} does not fit in 64 bits", t.loc)
-        v = int(t.text)
+        v = _int_value(t)
         return m.Num(text=str(-v if negate else v), kind="int", loc=loc)
     v = float(t.text)
+    if t.kind == "float" and v == float("inf"):
+        shown = t.text if len(t.text) <= 40 else f"{t.text[:20]}...({len(t.text)} characters)"
+        raise ParseError(f"float literal {shown} is too large for any float type (it would be infinity; write "
+                         f"'inf' for infinity)", t.loc)
     return m.Num(text=repr(-v if negate else v), kind="float", loc=loc)
 
 

@@ -22,7 +22,11 @@ class Poly:
     __slots__ = ("terms",)
 
     def __init__(self, terms: Mapping[Monomial, Fraction | int] | None = None):
-        clean = {tuple(sorted(k)): Fraction(v) for k, v in (terms or {}).items() if v != 0}
+        clean: dict[Monomial, Fraction] = {}
+        if terms:
+            for k, v in terms.items():
+                if v != 0:  # (a Fraction is kept as it is: converting it again is the slow part of this class)
+                    clean[k if len(k) < 2 else tuple(sorted(k))] = v if type(v) is Fraction else Fraction(v)
         self.terms: tuple[tuple[Monomial, Fraction], ...] = tuple(sorted(clean.items()))
 
     @staticmethod
@@ -40,7 +44,7 @@ class Poly:
         other = _lift(other)
         d = self._dict()
         for k, v in other.terms:
-            d[k] = d.get(k, Fraction(0)) + v
+            d[k] = d.get(k, 0) + v
         return Poly(d)
 
     __radd__ = __add__
@@ -60,7 +64,7 @@ class Poly:
         for k1, v1 in self.terms:
             for k2, v2 in other.terms:
                 k = tuple(sorted(k1 + k2))
-                d[k] = d.get(k, Fraction(0)) + v1 * v2
+                d[k] = d.get(k, 0) + v1 * v2
         return Poly(d)
 
     __rmul__ = __mul__

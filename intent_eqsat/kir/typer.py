@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from intent_eqsat.kir.infer import KernelInference
 
 FLOAT_ONLY_FUNCS = frozenset(m.UNARY_FUNCS) - {"abs"}
+#: index variables (free and bound) one point of a statement may have in scope: the reference evaluator holds a
+#: statement's domain as one NumPy array axis per variable, and NumPy broadcasts at most 32 axes
+MAX_INDICES = 24
 
 # ------------------------------------------------------------------------------------------------ types
 
@@ -399,9 +402,13 @@ class ExprTyper:
             lo, hi, explicit = Poly(), Poly(), False
             if b.lo is not None and b.hi is not None:
                 lo, hi, explicit = k.symbolic(b.lo), k.symbolic(b.hi), True
-            k.vars[b.id] = VarInfo(b.id, b.name, role, ctx.stmt, lo, hi, explicit, b.loc)
+            k.add_var(VarInfo(b.id, b.name, role, ctx.stmt, lo, hi, explicit, b.loc))
             k.bind_keys[b.id] = b.id
             scope[b.name] = Ref("index", b.id)
+            in_scope = sum(1 for r in scope.values() if r.kind == "index")
+            if in_scope > MAX_INDICES:
+                raise kir_error(f"too many index variables in scope at {b.name!r}: {in_scope} (free and bound "
+                                f"together; at most {MAX_INDICES})", b)
         return dataclasses.replace(ctx, scope=MappingProxyType(scope), chunk=MappingProxyType(chunk))
 
     def resolve_combiner(self, name: str, loc: SourceLocation | None, node: m.Node, what: str,

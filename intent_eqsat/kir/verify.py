@@ -23,6 +23,7 @@ import math
 from fractions import Fraction
 from typing import Mapping
 
+import ml_dtypes
 import numpy as np
 
 from intent_eqsat.errors import KirError
@@ -47,12 +48,72 @@ def check(module: m.KirModule) -> ModuleFacts:
 
     Ids are (re)assigned first — a no-op for parsed or builder-made modules, whose ids are already positional — so
     that a hand-assembled tree cannot confuse facts keyed by id."""
+    check_shape_of_module(module)
     facts = infer_module(assign_ids(module))
     for c in facts.combiners.values():
+        check_literals(c, facts.combiner_types)
         check_combiner_laws(c, facts)
     for kf in facts.kernels.values():
         _KernelChecks(kf).run()
     return facts
+
+
+def check_shape_of_module(module: m.KirModule) -> None:
+    """A module has a kernel (one with only combiners, or none, computes nothing and constructs to no program), and
+    no expression deeper than ``MAX_TREE_DEPTH`` (the parser refuses those; this catches builder-made trees before
+    any recursive pass meets them)."""
+    if not module.kernels:
+        what = "is empty" if not module.items else "has only combiners"
+        raise KirError(f"the module {what}: it needs at least one kernel", module.loc or "module")
+    for item in module.items:
+        roots = ([(s, f"{item.name}.s{i}") for i, s in enumerate(item.body)] if isinstance(item, m.Kernel)
+                 else [(item, item.name)])
+        for root, where in roots:
+            # depth counted from the module, as the parser does (module -> kernel -> statement, module -> combiner)
+            deep = m.too_deep(root, m.MAX_TREE_DEPTH - (2 if isinstance(item, m.Kernel) else 1))
+            if deep is not None:
+                raise KirError(f"expression too deeply nested (more than {m.MAX_TREE_DEPTH} levels)",
+                               deep.loc or root.loc or where)
+
+
+def check_literals(root: m.Node, types: Mapping[str, m.Type]) -> None:
+    """Every number literal fits the dtype it takes (weak literals adopt their context's dtype): ``x * 1e5`` with
+    ``x: f16`` would silently be ``x * inf``, ``i + 300`` with ``i: i8`` would wrap."""
+    for n in m.walk(root):
+        if not isinstance(n, m.Num) or n.kind == "bool" or n.id not in types:
+            continue
+        t = types[n.id]
+        if not isinstance(t, str):
+            continue
+        problem = literal_problem(n, dt.materialize(t))
+        if problem:
+            raise KirError(problem, where_of(n))
+
+
+def literal_problem(n: m.Num, t: str) -> str | None:
+    """Why literal ``n`` cannot be a value of dtype ``t``, or None."""
+    if t in dt.INTS:
+        if n.kind != "int":
+            return None
+        info = np.iinfo(dt.NUMPY[t])
+        v = n.value
+        if not info.min <= v <= info.max:
+            return f"integer literal {n.text} does not fit {t} (range {info.min}..{info.max}) here"
+        return None
+    if t in dt.FLOATS:
+        try:
+            v = float(n.value)
+        except OverflowError:
+            v = math.inf
+        if math.isnan(v) or (math.isinf(v) and n.kind == "float"):
+            return None     # inf, -inf and nan are written as such
+        with np.errstate(over="ignore"):
+            rounded = float(np.asarray(v, dtype=np.float64).astype(dt.NUMPY[t])) if math.isfinite(v) else v
+        if math.isinf(rounded):
+            top = float(ml_dtypes.finfo(dt.NUMPY[t]).max)
+            return (f"literal {n.text} is out of the range of {t} (largest finite value {top:.6g}): it would be "
+                    f"infinity here; write inf, or compute in a wider dtype")
+    return None
 
 
 # ------------------------------------------------------------------------------------- subscripts as polys
@@ -183,12 +244,46 @@ class _KernelChecks:
         k = self.kf.kernel
         if not any(p.is_view and p.access != "in" for p in k.params):
             raise KirError(f"kernel {k.name!r} has no out or inout view, so it computes nothing", where_of(k))
+        self.check_symbols_determined()
+        for s in k.body:
+            check_literals(s, self.kf.types)
         for site in self.kf.sites:
             self.check_site(site)
         for s in k.body:
             if isinstance(s, m.Assign):
                 self.check_collisions(s)
         self.check_out_views()
+
+    # ------------------------------------------------------------------------------------- shape symbols
+
+    def check_symbols_determined(self) -> None:
+        """Every shape symbol is determined by the shapes of the kernel's views, the one way the evaluator, the
+        launch wrapper and the serializers bind symbols: a symbol that is a whole dimension of a view is that
+        axis's size; a product dimension (``G*CPG``) determines its one factor not yet known, once the others are
+        (repeated until nothing changes). A symbol that is never determined (``X: f32[G*CPG]`` alone) has no
+        value at launch."""
+        k = self.kf.kernel
+        known: set[str] = set()
+        progress = True
+        while progress:
+            progress = False
+            for p in k.params:
+                for d in p.dims or ():
+                    unknown = [f for f in d if isinstance(f, str) and f not in known]
+                    if len(unknown) == 1:
+                        known.add(unknown[0])
+                        progress = True
+        for s in self.kf.symbols:
+            if s in known:
+                continue
+            p, d = next((p, d) for p in k.params for d in p.dims or () if s in d)
+            others = [f for f in d if isinstance(f, str) and f != s]
+            why = (f"it is a factor of {s}*{s}" if d.count(s) > 1 else
+                   f"its co-factor{'s' if len(others) > 1 else ''} {', '.join(dict.fromkeys(others))} "
+                   f"{'are' if len(others) > 1 else 'is'} not determined either")
+            raise KirError(f"shape symbol {s!r} cannot be determined from the view shapes: it appears only inside "
+                           f"the product dimension {'*'.join(map(str, d))} of {p.name!r} and {why}; make {s} (or "
+                           f"a co-factor) a whole dimension of some view", where_of(p))
 
     # ------------------------------------------------------------------------------------- range
 
@@ -270,9 +365,12 @@ class _KernelChecks:
         k = self.kf.kernel
         outs = {p.name for p in k.params if p.is_view and p.access == "out"}
         written: set[str] = set()
+        sites_of: dict[str, list[Site]] = {}
+        for site in self.kf.sites:
+            sites_of.setdefault(site.stmt, []).append(site)
         for s in k.body:
-            for site in self.kf.sites:
-                if site.stmt == s.id and site.target in outs and site.target not in written and site.access != s.id:
+            for site in sites_of.get(s.id, ()):
+                if site.target in outs and site.target not in written and site.access != s.id:
                     raise KirError(f"out view {site.target!r} is read before it is fully written; write every "
                                    f"element first (e.g. {site.target}[...] = 0) or declare it inout",
                                    where_of(self._node(site.access, s)))
