@@ -134,9 +134,12 @@ from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleTyp
 MAX_WHILE_ITERATIONS = 1 << 24
 
 
-def interpret(module: Module, kernel_name: str, args: dict[str, Any], params: dict[str, int] | None = None) \
-        -> dict[str, np.ndarray]:
-    """Run every program instance of ``kernel_name``; return the final contents of its written views."""
+def interpret(module: Module, kernel_name: str, args: dict[str, Any], params: dict[str, int] | None = None, *,
+              max_ops: int | None = None) -> dict[str, np.ndarray]:
+    """Run every program instance of ``kernel_name``; return the final contents of its written views.
+
+    ``max_ops`` bounds the op executions of the run (an InterpretError once exceeded): a deterministic guard for
+    callers that run programs they did not write (fuzzing), which may be legal but enormous."""
     try:
         kernel = module.kernel(kernel_name)
     except KeyError:
@@ -144,7 +147,7 @@ def interpret(module: Module, kernel_name: str, args: dict[str, Any], params: di
         raise InterpretError(f"no kernel named {kernel_name!r} in the module (kernels: {names})") from None
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _Interpreter(module, kernel, dict(args), dict(params or {})).run()
+        return _Interpreter(module, kernel, dict(args), dict(params or {}), max_ops).run()
 
 
 # --------------------------------------------------------------------------------------------- runtime objects
@@ -230,7 +233,8 @@ def _f64_to_bf16(a: np.ndarray) -> np.ndarray:
     away = finite & (np.abs(t64) > np.abs(a))
     t = np.where(away, np.nextafter(t, np.float32(0)), t)
     inexact = finite & (t.astype(np.float64) != a)
-    bits = np.ascontiguousarray(t).view(np.uint32) | inexact.astype(np.uint32)
+    # (np.ascontiguousarray returns at least 1-d: reshape, so a scalar stays a 0-d value)
+    bits = np.ascontiguousarray(t).view(np.uint32).reshape(t.shape) | inexact.astype(np.uint32)
     return bits.view(np.float32).astype(_np("bf16"))
 
 
@@ -256,7 +260,7 @@ def _number(value: Any, dtype: str, what: str) -> Any:
 
 def _tf32(x: np.ndarray) -> np.ndarray:
     """Round float32 values to tf32 (10 explicit mantissa bits), nearest even; NaN/inf kept."""
-    x = np.ascontiguousarray(x, np.float32)
+    x = np.ascontiguousarray(x, np.float32)       # 0-d input comes back 1-d: callers pass fragments
     u = x.view(np.uint32)
     lsb = (u >> np.uint32(13)) & np.uint32(1)
     r = ((u + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)).view(np.float32)
@@ -287,8 +291,11 @@ _VECTOR_OPS = ("const", "launch", "tuple", "record", "get", "field", "if", "yiel
 # ----------------------------------------------------------------------------------------------- interpreter
 
 class _Interpreter:
-    def __init__(self, module: Module, kernel: Kernel, args: dict[str, Any], params: dict[str, Any]):
+    def __init__(self, module: Module, kernel: Kernel, args: dict[str, Any], params: dict[str, Any],
+                 max_ops: int | None = None):
         self.module = module
+        self.max_ops = max_ops
+        self.ops_left = max_ops
         self.kernel = kernel
         self.env: dict[str, Any] = {}
         self.pid: int | None = None
@@ -524,6 +531,10 @@ class _Interpreter:
         return []
 
     def run_op(self, op: Op) -> None:
+        if self.ops_left is not None:
+            self.ops_left -= 1
+            if self.ops_left < 0:
+                raise self.error(op, f"the run exceeded max_ops = {self.max_ops} op executions")
         handler = self.handlers.get(op.name)
         if handler is None:
             raise self.error(op, f"op {op.name!r} is not part of the shared GPU IR")
@@ -634,7 +645,7 @@ class _Interpreter:
         src, dst = op.operands[0].type.dtype, op.result.type.dtype
         if dtypes.BITS[src] != dtypes.BITS[dst] or "i1" in (src, dst):
             raise self.error(op, f"bitcast between {src} and {dst}: element widths differ")
-        return [np.ascontiguousarray(x).view(_np(dst))]
+        return [np.ascontiguousarray(x).view(_np(dst)).reshape(x.shape)]
 
     # -- shape ---------------------------------------------------------------------------------------------
     def op_broadcast(self, op: Op) -> list[Any]:

@@ -155,6 +155,52 @@ def test_f64_to_bf16_rounds_once() -> None:
     assert got.tolist() == [1 + 2.0 ** -7, 1.0, 1 + 2.0 ** -6, -(1 + 2.0 ** -7)]
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("alpha", [1.5, -0.3, np.float32(2.0 ** -9), 7])
+def test_half_precision_scalar_parameter(dtype: str, alpha) -> None:
+    """Issue 25 item 8: a bf16/f16 by-value scalar (a 0-d value) stays a scalar: Y = X * alpha + max(beta + c,
+    alpha), where beta is a private scalar of the same dtype from its producer and c a scalar const (scalar
+    const, add and max of the dtype), against float64."""
+    n = 13
+    body = f"""
+      %i = range() : frag<index, [{n}]>
+      %x = load(%X, %i) : frag<{dtype}, [{n}]>
+      %ab = broadcast(%alpha) {{dims = []}} : frag<{dtype}, [{n}]>
+      %y = mul(%x, %ab) : frag<{dtype}, [{n}]>
+      %c = const() {{value = 0.1}} : {dtype}
+      %bc = add(%beta, %c) : {dtype}
+      %mc = max(%bc, %alpha) : {dtype}
+      %bb = broadcast(%mc) {{dims = []}} : frag<{dtype}, [{n}]>
+      %z = add(%y, %bb) : frag<{dtype}, [{n}]>
+      store(%Y, %i, %z)"""
+    abi = f"""      %X: view<{dtype}, [{n}]> read
+      %Y: view<{dtype}, [{n}]> write
+      %alpha: {dtype}
+      private %beta: {dtype} = 3"""
+    X = np.random.default_rng(5).standard_normal(n).astype(_np(dtype))
+    out = run(abi, body, {"X": X, "Y": np.zeros(n, _np(dtype)), "alpha": alpha})["Y"]
+    assert out.dtype == _np(dtype)
+
+    def rounded(v):                 # float64 -> dtype, one correct rounding (values here are far from ties)
+        return np.asarray(v, np.float64).astype(np.float32).astype(_np(dtype)).astype(np.float64)
+
+    a = rounded(float(alpha))       # the argument is converted to the scalar's dtype first
+    c = max(rounded(rounded(3.0) + rounded(0.1)), a)
+    ref = rounded(rounded(X.astype(np.float64) * a) + c)
+    np.testing.assert_array_equal(out.astype(np.float64), ref)
+
+
+def test_scalar_bitcast_keeps_a_scalar() -> None:
+    body = """
+      %i = range() : frag<index, [1]>
+      %h = const() {value = -1.5} : bf16
+      %b = bitcast(%h) : i16
+      %bb = broadcast(%b) {dims = []} : frag<i16, [1]>
+      store(%O, %i, %bb)"""
+    out = run("      %O: view<i16, [1]> write", body, {"O": np.zeros(1, np.int16)})["O"]
+    assert out.tolist() == [int(np.array([-1.5], ml_dtypes.bfloat16).view(np.int16)[0])]
+
+
 def test_scalars_broadcast_against_fragments_and_select() -> None:
     body = """
       %i = range() : frag<index, [5]>
