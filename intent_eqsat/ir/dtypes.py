@@ -23,6 +23,11 @@ _NUMPY = {
     "f64": np.dtype(np.float64),
 }
 
+#: the range of every integer literal of the IR (LaunchExpr constants, attributes, parameters): ``index`` and the
+#: optimizer's e-graph (egglog ``i64``) hold no more
+I64_MIN = -(1 << 63)
+I64_MAX = (1 << 63) - 1
+
 BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64,
         "f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 
@@ -55,3 +60,18 @@ def from_numpy(dt: np.dtype) -> str:
         if ndt == dt and name != "index":
             return name
     raise KeyError(f"no IR dtype for numpy dtype {dt}")
+
+
+def int_range(dtype: str) -> tuple[int, int]:
+    """The values an integer element type (or ``i1``: 0 and 1) holds, ``(lo, hi)`` inclusive."""
+    if dtype == "i1":
+        return 0, 1
+    bits = BITS[dtype]
+    if dtype in UNSIGNED_DTYPES:
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def in_i64(v: int) -> bool:
+    """Is the integer ``v`` an IR literal (signed 64-bit)?"""
+    return I64_MIN <= v <= I64_MAX

@@ -527,6 +527,8 @@ def _read_unary(ts: TokenStream) -> LaunchExpr:
     if ts.accept("!"):
         return Not(_read_unary(ts))
     if ts.accept("-"):
+        if ts.peek().kind == "INT":
+            return Const(ts.int_value(ts.next(), negative=True))
         inner = _read_unary(ts)
         if isinstance(inner, Const) and not isinstance(inner.value, bool):
             return Const(-inner.value)
@@ -537,7 +539,7 @@ def _read_unary(ts: TokenStream) -> LaunchExpr:
         return e
     if tok.kind == "INT":
         ts.next()
-        return Const(int(tok.text))
+        return Const(ts.int_value(tok))
     if tok.kind == "VALUE":
         raise ts.error(f"a LaunchExpr cannot read the kernel SSA value {tok.text} (SPEC IR-3.1): only constants, "
                        f"parameters, ABI scalars and view shape/stride metadata are allowed", tok)
@@ -559,7 +561,7 @@ def _read_unary(ts: TokenStream) -> LaunchExpr:
             if view in _RESERVED:
                 raise ts.error(f"expected a view name, found {view!r}", vtok)
             ts.expect(",")
-            axis = int(ts.expect_kind("INT", "an axis number").text)
+            axis = ts.expect_int("an axis number")
             ts.expect(")")
             return Dim(view, axis) if name == "dim" else Stride(view, axis)
         if name in _FUNC_BINARY:
@@ -587,7 +589,7 @@ def _read_unary(ts: TokenStream) -> LaunchExpr:
         if name == "get":
             t = read_launch_expr(ts)
             ts.expect(",")
-            idx = int(ts.expect_kind("INT", "a tuple index").text)
+            idx = ts.expect_int("a tuple index")
             ts.expect(")")
             return TupleGet(t, idx)
         raise ts.error(f"{name}(...) is not allowed in a LaunchExpr (SPEC IR-3.1): it may not load device memory "

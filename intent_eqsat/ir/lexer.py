@@ -40,6 +40,10 @@ _TOKEN_RE = re.compile(
 _SKIP = ("ws", "comment")
 #: longer integer literals are rejected here (Python's int() refuses > 4300 digits with a bare ValueError)
 MAX_INT_DIGITS = 4000
+#: every integer literal of the IR is a signed 64-bit integer (``index`` arithmetic and the optimizer's e-graph,
+#: egglog ``i64``, hold no more; ``dtypes.I64_MIN``/``I64_MAX``)
+INT_MIN = -(1 << 63)
+INT_MAX = (1 << 63) - 1
 
 
 def tokenize(text: str, filename: str | None = None, line: int = 1, col: int = 1) -> list[Token]:
@@ -107,6 +111,19 @@ class TokenStream:
             shown = tok.text if tok.kind != "EOF" else "end of input"
             raise self.error(f"expected {text!r}, found {shown!r}", tok)
         return self.next()
+
+    def int_value(self, tok: Token, negative: bool = False) -> int:
+        """The value of the INT token ``tok`` (negated when ``negative``); outside the signed 64-bit range it is a
+        ParseError at the token."""
+        v = -int(tok.text) if negative else int(tok.text)
+        if not INT_MIN <= v <= INT_MAX:
+            raise self.error(f"integer literal {v} is outside the signed 64-bit range [-2**63, 2**63 - 1] (the "
+                             f"range of index arithmetic and of the optimizer's e-graph)", tok)
+        return v
+
+    def expect_int(self, what: str, negative: bool = False) -> int:
+        """Consume an INT token and return its value (see :meth:`int_value`)."""
+        return self.int_value(self.expect_kind("INT", what), negative)
 
     def expect_kind(self, kind: str, what: str) -> Token:
         tok = self.peek()

@@ -42,8 +42,7 @@ class _Parser:
 
     def int_lit(self, what: str = "an integer") -> int:
         neg = self.ts.accept("-")
-        v = int(self.ts.expect_kind("INT", what).text)
-        return -v if neg else v
+        return self.ts.expect_int(what, neg)
 
     def string(self) -> str:
         tok = self.ts.peek()
@@ -150,7 +149,7 @@ class _Parser:
             tok = self.ts.peek()
         if tok.kind == "INT":
             self.ts.next()
-            return -int(tok.text) if neg else int(tok.text)
+            return self.ts.int_value(tok, neg)
         if tok.kind == "FLOAT":
             self.ts.next()
             return -float(tok.text) if neg else float(tok.text)
@@ -448,7 +447,7 @@ class _Parser:
         return n
 
 
-_OPTIONS = ("numerics", "online_reduction", "optimization_remarks")
+_OPTIONS = ("numerics", "online_reduction", "optimization_remarks", "subscript_checks")
 
 
 def _count_range(lo: int, hi: int | None) -> str:

@@ -16,6 +16,7 @@ Locations are ``kernel gemm, op #12 (load) from gemm.s0`` (the pre-order op inde
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
@@ -23,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 from intent_eqsat.errors import IntentError, SourceLocation
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import ACCESS_MODES, INDEX_BITS, ORDERS, Kernel, Module, Op, Region, Value, location, walk
+from intent_eqsat.ir.launch_probe import Finding, probe
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     children, equivalent, evaluate, product)
 from intent_eqsat.ir.spec import (ACCESS_OPS, ACCESS_PAYLOAD, ATOMIC_ACCESSES, BINARY_OPS, CMP_PREDICATES,
@@ -157,6 +159,14 @@ class _Ctx:
         self.module = module
         self.infos = [_KernelInfo(k) for k in module.kernels]
         self.param_names = {p.name for p in module.params}
+        self._probes: dict[int, list[Finding]] = {}
+
+    def probe(self, info: _KernelInfo) -> list[Finding]:
+        """What the launch probes of the kernel show (:mod:`intent_eqsat.ir.launch_probe`), computed once."""
+        key = id(info.kernel)
+        if key not in self._probes:
+            self._probes[key] = probe(self.module, info.kernel)
+        return self._probes[key]
 
     def err(self, invariant: int | str, message: str, info: _KernelInfo | None = None, op: Op | None = None,
             where: str | None = None) -> VerificationError:
@@ -402,6 +412,24 @@ def _propagate(ops: list[Op], seeds: dict[str, frozenset]) -> dict[str, frozense
 
 # ====================================================================================== LaunchExpr helpers
 
+def _le_nodes(e: LaunchExpr) -> Iterator[LaunchExpr]:
+    yield e
+    for c in children(e):
+        yield from _le_nodes(c)
+
+
+def _attr_launch_exprs(x: Any) -> Iterator[LaunchExpr]:
+    """Every LaunchExpr in an attribute value (nested in tuples and dicts)."""
+    if isinstance(x, LaunchExpr):
+        yield x
+    elif isinstance(x, (tuple, list)):
+        for i in x:
+            yield from _attr_launch_exprs(i)
+    elif isinstance(x, dict):
+        for i in x.values():
+            yield from _attr_launch_exprs(i)
+
+
 def _le_leaves(e: LaunchExpr) -> Iterator[LaunchExpr]:
     if isinstance(e, (Const, Sym, Dim, Stride)):
         yield e
@@ -410,8 +438,10 @@ def _le_leaves(e: LaunchExpr) -> Iterator[LaunchExpr]:
         yield from _le_leaves(c)
 
 
-def _le_problem(e: Any, syms: dict[str, str], views: dict[str, int]) -> str | None:
-    """Why ``e`` is not a launch-visible LaunchExpr (IR-3.1), or None. ``syms``: allowed name -> its kind."""
+def _le_problem(e: Any, syms: dict[str, str], views: dict[str, int],
+                params: dict[str, tuple[int, ...]] | None = None) -> str | None:
+    """Why ``e`` is not a launch-visible LaunchExpr (IR-3.1), or None. ``syms``: allowed name -> its kind;
+    ``params``: the candidate values of the declared parameters (to find divisors that are zero)."""
     if not isinstance(e, LaunchExpr):
         return f"{e!r} is not a LaunchExpr (a kernel value or device data cannot size the grid)"
     stack = [e]
@@ -421,6 +451,10 @@ def _le_problem(e: Any, syms: dict[str, str], views: dict[str, int]) -> str | No
             return f"{n!r} is not a LaunchExpr node"
         if isinstance(n, Sym) and n.name not in syms:
             return f"symbol {n.name!r} is not a declared parameter, a by-value ABI scalar or a view shape symbol"
+        if isinstance(n, BinOp) and n.op in ("//", "%", "ceil_div"):
+            zero = _zero_divisor(n.rhs, params or {})
+            if zero is not None:
+                return f"{n} divides by zero{zero}"
         if isinstance(n, (Dim, Stride)):
             if n.view not in views:
                 return f"{type(n).__name__.lower()}({n.view}, {n.axis}) names no ABI view"
@@ -429,6 +463,143 @@ def _le_problem(e: Any, syms: dict[str, str], views: dict[str, int]) -> str | No
                        f"{views[n.view]} view"
         stack.extend(children(n))
     return None
+
+
+#: how many parameter assignments a divisor over parameters is evaluated at
+_MAX_PARAM_ASSIGNMENTS = 256
+
+
+def _zero_divisor(d: LaunchExpr, params: dict[str, tuple[int, ...]]) -> str | None:
+    """How the divisor ``d`` is zero at every launch or at a parameter choice ("" when it is zero whatever the
+    parameters; " with BM=64": zero at that candidate), or None when it can be non-zero everywhere (a divisor over
+    sizes or scalars is their caller's business: ``ceil_div(N, BM)`` is the norm)."""
+    names = sorted(s.name for s in _le_leaves(d) if isinstance(s, Sym))
+    if any(isinstance(x, (Dim, Stride)) for x in _le_leaves(d)) or any(n not in params for n in names):
+        return None
+    domains = [params[n] for n in names]
+    if math.prod(len(c) for c in domains) > _MAX_PARAM_ASSIGNMENTS:
+        return None
+    for combo in itertools.product(*domains):
+        binding = dict(zip(names, combo))
+        try:
+            v = evaluate(d, binding)
+        except IntentError:
+            continue                        # a zero divisor inside the divisor: reported for that node
+        if v == 0 and not isinstance(v, bool):
+            return "" if not names else " with " + ", ".join(f"{k}={x}" for k, x in binding.items())
+    return None
+
+
+def _closed_value(e: Any, defaults: dict[str, int]) -> int | None:
+    """The value of an integer LaunchExpr over constants and declared parameters (at their defaults), or None."""
+    if not isinstance(e, LaunchExpr):
+        return None
+    if any(isinstance(x, (Dim, Stride)) or (isinstance(x, Sym) and x.name not in defaults) for x in _le_leaves(e)):
+        return None
+    try:
+        v = evaluate(e, defaults)
+    except IntentError:
+        return None
+    return v if _is_int(v) else None
+
+
+# ========================================================================================= integer literals
+
+def _unrepresentable(v: Any, dtype: str | None) -> str | None:
+    """Why the number ``v`` (a fill, an init, an identity) is not a value of ``dtype``, or None."""
+    if dtype is None or not (dtypes.is_int(dtype) or dtype == "i1") or not _is_number(v) and not isinstance(v, bool):
+        return None
+    if isinstance(v, float):
+        if not (math.isfinite(v) and v.is_integer()):
+            return f"not a value of {dtype}"
+        v = int(v)
+    lo, hi = dtypes.int_range(dtype)
+    if not lo <= int(v) <= hi:
+        return f"outside the range of {dtype} [{lo}, {hi}]"
+    return None
+
+
+def _literal_problem(x: Any) -> str | None:
+    """The first integer in ``x`` (an attribute value, a LaunchExpr, a type) outside the signed 64-bit range."""
+    stack = [x]
+    while stack:
+        n = stack.pop()
+        if _is_int(n):
+            if not dtypes.in_i64(n):
+                return f"integer {n} is outside the signed 64-bit range [-2**63, 2**63 - 1] (the range of " \
+                       "index arithmetic, of LaunchExprs and of the optimizer's e-graph)"
+        elif isinstance(n, Const):
+            stack.append(n.value)
+        elif isinstance(n, LaunchExpr):
+            stack.extend(children(n))
+        elif isinstance(n, (tuple, list)):
+            stack.extend(n)
+        elif isinstance(n, dict):
+            stack.extend(n.values())
+        elif isinstance(n, (FragmentType, ViewType, BufferType)):
+            stack.extend(n.shape)
+        elif isinstance(n, TupleType):
+            stack.extend(n.items)
+    return None
+
+
+@_check("literals", "literals", "shapes_params")
+def check_literals(ctx: _Ctx) -> Errors:
+    """PASS-5 (shapes and parameters), IR-3.1, IR-4: every integer literal is a signed 64-bit integer.
+
+    Parameter defaults and candidates, LaunchExpr constants (segments, the launch count, ABI shapes, strides,
+    offsets and producers, fragment/buffer extents, ``$(...)`` attributes) and integer attributes lie in
+    ``[-2**63, 2**63 - 1]``: ``index`` arithmetic and the optimizer's e-graph (egglog ``i64``) hold no more, so a
+    larger literal would be an overflow, not a program. (A ``const`` must also fit its own element type: IR-10
+    (3).) The text parser rejects such literals at their token already.
+    """
+    for p in ctx.module.params:
+        msg = _literal_problem((p.default, tuple(p.candidates)))
+        if msg:
+            yield ctx.err("literals", f"parameter {p.name}: {msg}", where=f"param {p.name}")
+    for info in ctx.infos:
+        k = info.kernel
+        for i, seg in enumerate(k.space.segments):
+            msg = _literal_problem((seg.extents, seg.group_size, seg.group_axis))
+            if msg:
+                yield ctx.err("literals", msg, where=f"{location(k)}, segment {i}")
+        msg = _literal_problem((k.space.launch, k.space.threads, k.space.stages, k.space.index_bits))
+        if msg:
+            yield ctx.err("literals", msg, where=f"{location(k)}, space")
+        for a in k.abi:
+            msg = _literal_problem((a.value.type, a.strides, a.offset, a.producer))
+            if msg:
+                yield ctx.err("literals", msg, where=f"{location(k)}, abi %{a.name}")
+        for op in info.ops:
+            values = [*op.results, *(a for r in op.regions for a in r.args)]
+            msg = _literal_problem((op.attrs, tuple(v.type for v in values)))
+            if msg:
+                yield ctx.err("literals", msg, info, op)
+
+
+# ====================================================================================== undefined arithmetic
+
+@_check("arithmetic", "arithmetic", "shapes_params")
+def check_arithmetic(ctx: _Ctx) -> Errors:
+    """PASS-5 (shapes and parameters), IR-7, IR-5: no integer arithmetic that provably has no value.
+
+    At a launch probe (:mod:`intent_eqsat.ir.launch_probe`: a concrete legal launch, a program instance and loop
+    iterations that really execute there) no integer ``div``/``rem``/``mod``/``floordiv`` divides by zero, no
+    shift leaves ``[0, bits)``, no integer ``pow`` has a negative exponent, no ``for``/``region_fold``/
+    ``region_scan`` has a step below 1 and every ``launch`` value can be evaluated and fits its type. Values
+    computed from device data or by-value scalars are not judged here.
+    """
+    domains = {p.name: tuple(c for c in p.candidates if _is_int(c)) or (p.default,) for p in ctx.module.params}
+    for info in ctx.infos:
+        for f in ctx.probe(info):
+            if f.kind != "arithmetic":
+                continue
+            expr = f.op.attrs.get("expr") if f.op.name == "launch" else None
+            if isinstance(expr, LaunchExpr) and (_literal_problem(expr) or any(
+                    isinstance(n, BinOp) and n.op in ("//", "%", "ceil_div") and _zero_divisor(n.rhs, domains)
+                    is not None for n in _le_nodes(expr))):
+                continue                    # a literal or a zero divisor the literals check or IR-10 (10) names
+            yield ctx.err("arithmetic", f.message, info, f.op)
 
 
 # ================================================================================================ invariant 1
@@ -514,6 +685,12 @@ def check_coverage(ctx: _Ctx) -> Errors:
             if seg.order == "grouped":
                 if seg.group_size is None:
                     yield ctx.err(2, "a grouped order needs a group size", where=where)
+                else:
+                    g = _closed_value(seg.group_size, {p.name: p.default for p in ctx.module.params
+                                                       if _is_int(p.default)})
+                    if g is not None and g <= 0:
+                        at = "" if isinstance(seg.group_size, Const) else f" = {g} at the parameter defaults"
+                        yield ctx.err(2, f"the group size {seg.group_size}{at} is not positive", where=where)
                 if not 1 <= seg.group_axis < len(seg.extents):
                     yield ctx.err(2, f"a grouped order's group axis {seg.group_axis} needs a row axis before it in "
                                      f"a {len(seg.extents)}-D segment (1 <= axis < rank)", where=where)
@@ -732,6 +909,10 @@ def _op_type_problem(op: Op, info: _KernelInfo) -> str | None:
             return f"i1 const {v!r} is not a boolean"
         if dtypes.is_int(t.dtype) and isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
             return f"{t.dtype} const {v!r} is not an integer"
+        if dtypes.is_int(t.dtype) and not isinstance(v, bool):
+            lo, hi = dtypes.int_range(t.dtype)
+            if not lo <= v <= hi:
+                return f"{t.dtype} const {v!r} is outside the range of {t.dtype} [{lo}, {hi}]"
         return None
     if op.name == "launch":
         t = res[0].type
@@ -982,14 +1163,27 @@ def check_accesses(ctx: _Ctx) -> Errors:
     i1 validity operand broadcastable to that set; ``fill`` present iff the read is validated (an invalid load
     touches no memory and yields the fill); payload dtype = resource dtype; atomics carry a memory order legal for
     their kind and a sharing domain; RMW has a kind, scatter_reduce a combiner, both legal for the dtype.
+
+    The validity composes the logical predicate *and the bounds* (IR-6): an access that provably goes out of bounds
+    with a member its validity does not exclude is rejected. "Provably" means at a launch probe
+    (:mod:`intent_eqsat.ir.launch_probe`): at a concrete legal launch the kernel's data-independent index
+    arithmetic runs in a program instance and loop iteration that really execute, and a valid member lies outside
+    the resource. Coordinates or validity computed from device data or by-value scalars are left to the run-time
+    check (the interpreter's, a provider's).
     """
     for info in ctx.infos:
+        broken = False
         for op in info.ops:
             if op.name not in ACCESS_OPS:
                 continue
             msg = _access_problem(op)
             if msg:
+                broken = True
                 yield ctx.err(5, msg, info, op)
+        if not broken:
+            for f in ctx.probe(info):
+                if f.kind == "bounds":
+                    yield ctx.err(5, f.message, info, f.op)
 
 
 def _access_problem(op: Op) -> str | None:
@@ -1033,6 +1227,8 @@ def _access_problem(op: Op) -> str | None:
             return f"{op.name} without validity carries a fill {fill!r} that can never apply"
         if fill is not None and not isinstance(fill, (int, float, bool)):
             return f"fill {fill!r} is not a number"
+        if fill is not None and _unrepresentable(fill, rt.dtype):
+            return f"fill {fill!r} is {_unrepresentable(fill, rt.dtype)}"
     if op.name in ATOMIC_ACCESSES:
         order, domain = op.attrs.get("order"), op.attrs.get("domain")
         if order not in MEMORY_ORDERS:
@@ -1234,6 +1430,9 @@ def check_buffers(ctx: _Ctx) -> Errors:
             if not (init == "first_write" or _is_number(init) or isinstance(init, bool)):
                 yield ctx.err(7, f"buffer %{buf.name} init {init!r} is neither a number (the full initial value) "
                                  "nor first_write", info, op)
+            elif init != "first_write" and _unrepresentable(init, getattr(bt, "dtype", None)):
+                yield ctx.err(7, f"buffer %{buf.name} init {init!r} is "
+                                 f"{_unrepresentable(init, getattr(bt, 'dtype', None))}", info, op)
             owner = op.attrs.get("owner", "program")
             if not isinstance(owner, str) or not owner:
                 yield ctx.err(7, f"buffer %{buf.name} has no ownership domain", info, op)
@@ -1304,6 +1503,9 @@ def _combiner_problem(op: Op) -> str | None:
     if not isinstance(ident, (tuple, list)) or len(ident) != len(op.operands) or \
             not all(isinstance(i, (int, float, bool)) for i in ident):
         return f"{op.name} needs one numeric identity per component ({len(op.operands)}), not {ident!r}"
+    for i, v in zip(ident, op.operands):
+        if _unrepresentable(i, _dtype(v)):
+            return f"{op.name} identity {i!r} of %{v.name} is {_unrepresentable(i, _dtype(v))}"
     shapes = {value_shape(v.type) for v in op.operands}
     if len(shapes) != 1 or not all(isinstance(v.type, FragmentType) for v in op.operands):
         return f"{op.name} components are fragments of one shape"
@@ -1450,7 +1652,9 @@ def check_conflicts(ctx: _Ctx) -> Errors:
     execution group has coordinates that depend (def-use) on every coordinate axis of its segment that can hold
     more than one program, and a plain write outside any group depends on the program coordinate unless one
     program is launched - otherwise several instances write the same elements. Atomics and scatter_reduce are
-    exempt: they declare how collisions resolve.
+    exempt: they declare how collisions resolve. Within one plain write the valid members write distinct
+    elements: two that provably write one element at a launch probe (:mod:`intent_eqsat.ir.launch_probe`) are a
+    conflict too (data-dependent coordinates are the run time's to check).
     """
     for info in ctx.infos:
         k = info.kernel
@@ -1511,6 +1715,9 @@ def check_conflicts(ctx: _Ctx) -> Errors:
                                      f"%{arg.name} (axis {j} of segment {seg_id}, extent {ext}): the programs "
                                      "along that axis all write the same elements", info, op)
                     break
+        for f in ctx.probe(info):
+            if f.kind == "conflict":
+                yield ctx.err(9, f.message, info, f.op)
 
 
 # =============================================================================================== invariant 10
@@ -1522,7 +1729,11 @@ def check_launch_exprs(ctx: _Ctx) -> Errors:
     Segment extents, group sizes, the grid-stride launch count, ABI offsets/strides/producers, view shapes and
     the body's ``launch`` ops are LaunchExprs whose symbols name declared parameters, integer/bool by-value ABI
     scalars or view shape symbols, and whose ``dim``/``stride`` leaves name ABI views at valid axes. A private
-    scalar has a producer (and only private scalars do); a producer never reads itself.
+    scalar has a producer (and only private scalars do); a producer never reads itself. No LaunchExpr (these, and
+    those of attributes and workspace extents) divides by zero: a ``//``, ``%`` or ``ceil_div`` whose divisor is a
+    constant zero, or zero at some candidate of the parameters it reads, is rejected. A view extent, a segment
+    extent and the launched program count are never negative where they are constants (or parameter
+    expressions, at the defaults).
     """
     for info in ctx.infos:
         k = info.kernel
@@ -1536,17 +1747,24 @@ def check_launch_exprs(ctx: _Ctx) -> Errors:
                 syms[a.name] = "scalar"
         for p in ctx.module.params:
             syms[p.name] = "param"
+        domains = {p.name: tuple(c for c in p.candidates if _is_int(c)) or (p.default,) for p in ctx.module.params}
+        defaults = {p.name: p.default for p in ctx.module.params if _is_int(p.default)}
         exprs: list[tuple[str, Any]] = []
+        #: (where, what, expr) of the extents that may not be negative
+        sizes: list[tuple[str, str, Any]] = []
         for i, seg in enumerate(k.space.segments):
             exprs += [(f"{location(k)}, segment {i}", e) for e in seg.extents]
+            sizes += [(f"{location(k)}, segment {i}", f"extent {j}", e) for j, e in enumerate(seg.extents)]
             if seg.group_size is not None:
                 exprs.append((f"{location(k)}, segment {i} group size", seg.group_size))
         if k.space.launch is not None:
             exprs.append((f"{location(k)}, space launch", k.space.launch))
+            sizes.append((f"{location(k)}, space launch", "the launched program count", k.space.launch))
         for a in k.abi:
             w = f"{location(k)}, abi %{a.name}"
             if a.is_view:
                 exprs += [(w, e) for e in a.value.type.shape]
+                sizes += [(w, f"extent {j} of view %{a.name}", e) for j, e in enumerate(a.value.type.shape)]
                 exprs.append((w, a.offset))
                 exprs += [(w, e) for e in (a.strides or ())]
             if a.producer is not None:
@@ -1561,14 +1779,32 @@ def check_launch_exprs(ctx: _Ctx) -> Errors:
                 yield ctx.err(10, f"private scalar %{a.name} has no producer, so the launcher cannot compute it",
                               where=w)
         for where, e in exprs:
-            msg = _le_problem(e, syms, views)
+            msg = _le_problem(e, syms, views, domains)
             if msg:
                 yield ctx.err(10, msg, where=where)
+        for where, what, e in sizes:
+            v = _closed_value(e, defaults)
+            if v is not None and v < 0:
+                at = "" if isinstance(e, Const) else f" = {v} at the parameter defaults"
+                yield ctx.err(10, f"{what} is {e}{at}; an extent is never negative", where=where)
         for op in info.ops:
             if op.name == "launch":
-                msg = _le_problem(op.attrs.get("expr"), syms, views)
+                msg = _le_problem(op.attrs.get("expr"), syms, views, domains)
                 if msg:
                     yield ctx.err(10, msg, info, op)
+                    continue
+            for e in _attr_launch_exprs(op.attrs) if op.name != "launch" else ():
+                zero = next((n for n in _le_nodes(e) if isinstance(n, BinOp) and n.op in ("//", "%", "ceil_div")
+                             and _zero_divisor(n.rhs, domains) is not None), None)
+                if zero is not None:
+                    yield ctx.err(10, f"{zero} divides by zero{_zero_divisor(zero.rhs, domains)}", info, op)
+                    break
+            for v in [*op.results, *(a for r in op.regions for a in r.args)]:
+                if isinstance(v.type, BufferType) and v.type.scope == "workspace":
+                    msg = next((m for m in (_le_problem(e, syms, views, domains) for e in v.type.shape) if m),
+                               None)
+                    if msg:
+                        yield ctx.err(10, f"extent of workspace %{v.name}: {msg}", info, op)
 
 
 @_check("reduce_loops", "reduce_loops", "control")
@@ -1796,8 +2032,8 @@ def check_construction_origins(ctx: _Ctx) -> Errors:
 
 # ================================================================================================ driver
 
-SHARED = ("one_body", "coverage", "types", "extents", "accesses", "regions", "reduce_loops", "buffers", "structured",
-          "conflicts", "launch_exprs", "narrowing", "no_kir", "declared_params")
+SHARED = ("one_body", "coverage", "types", "literals", "extents", "accesses", "regions", "reduce_loops", "buffers",
+          "structured", "conflicts", "launch_exprs", "arithmetic", "narrowing", "no_kir", "declared_params")
 #: one ordered table of rules per stage (STYLE 6)
 STAGES: dict[str, tuple[str, ...]] = {
     "shared": SHARED,

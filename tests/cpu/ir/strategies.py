@@ -89,7 +89,9 @@ bare_strings = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.]{0,8}", fullmatch=True).fil
 strings = st.one_of(bare_strings, quoted_strings)
 finite_or_inf = st.one_of(st.floats(allow_nan=False, allow_infinity=True),
                           st.sampled_from([float("inf"), float("-inf"), -0.0, 0.0, 1e-300, 1.5e300]))
-numbers_ = st.one_of(st.integers(-(2 ** 70), 2 ** 70), finite_or_inf)
+#: integer attributes cover the whole literal range of the IR (signed 64-bit) and its two ends
+numbers_ = st.one_of(st.integers(-(2 ** 63), 2 ** 63 - 1), st.sampled_from([-(2 ** 63), 2 ** 63 - 1]),
+                     finite_or_inf)
 
 
 # ------------------------------------------------------------------------------------------------ modules

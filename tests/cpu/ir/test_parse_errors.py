@@ -184,6 +184,44 @@ def test_lexical_and_resource_limits_are_located(line, col, message):
     assert _at(err) == (15, col)
 
 
+# issue 25 item 5: integer literals outside the signed 64-bit range (which crashed the optimizer's e-graph with an
+# EggSmolError) are located errors at their token
+INT_RANGE_CASES = [
+    ("%b = const() {value = 9223372036854775808} : i64", 31, "integer literal 9223372036854775808 is outside"),
+    ("%b = const() {value = -9223372036854775809} : i64", 32, "integer literal -9223372036854775809 is outside"),
+    ("%b = const() {value = 18446744073709551615} : u64", 31, "integer literal 18446744073709551615 is outside"),
+    ("%b = launch() {expr = $(9223372036854775808)} : index", 33, "integer literal 9223372036854775808 is outside"),
+    ("%b = launch() {expr = $(N - 9223372036854775808)} : index", 37, "integer literal 9223372036854775808 is"),
+    ("%b = launch() {expr = $(-9223372036854775809)} : index", 34, "integer literal -9223372036854775809 is"),
+    ("%b = launch() {expr = $(dim(X, 9223372036854775808))} : index", 40, "integer literal 9223372036854775808"),
+    ("%b = neg(%a) {v = [1, {w = 99999999999999999999}]} : f32", 36, "integer literal 99999999999999999999"),
+]
+
+
+@pytest.mark.parametrize("line, col, message", INT_RANGE_CASES, ids=[c[0] for c in INT_RANGE_CASES])
+def test_integer_literals_outside_i64_are_located(line, col, message):
+    err = _fails(TEMPLATE.replace("{LINE}", line))
+    assert message in err.message and "signed 64-bit range" in err.message
+    assert _at(err) == (15, col)
+
+
+def test_integer_literals_at_the_ends_of_i64_parse():
+    for line in ("%b = const() {value = -9223372036854775808} : i64",
+                 "%b = const() {value = 9223372036854775807} : i64",
+                 "%b = launch() {expr = $(-9223372036854775808)} : index",
+                 "%b = launch() {expr = $(9223372036854775807 - N)} : index"):
+        m = parse_module(TEMPLATE.replace("{LINE}", line))
+        assert print_module(parse_module(print_module(m))) == print_module(m)
+
+
+def test_parameter_outside_i64_is_located():
+    text = TEMPLATE.replace("{LINE}", "%b = neg(%a) : f32")
+    err = _fails(text.replace("param BM: i64 = 64 in [32, 64]", "param BM: i64 = 64 in [32, 64, 9223372036854775808]"))
+    assert "integer literal 9223372036854775808 is outside" in err.message and _at(err) == (3, 34)
+    err = _fails(text.replace("segment [ceil_div(N, BM)]", "segment [ceil_div(N, 18446744073709551616)]"))
+    assert "integer literal 18446744073709551616 is outside" in err.message and _at(err) == (10, 28)
+
+
 def test_deeply_nested_attributes_are_located():
     err = _fails(TEMPLATE.replace("{LINE}", "%b = const() {value = " + "[" * 3000 + "1} : i64"))
     assert "nested too deeply" in err.message and err.location.line == 15

@@ -100,7 +100,7 @@ def _module_with(attrs: dict, target: str = "sm90", result=ScalarType("f32")):
 
 
 @pytest.mark.parametrize("value", [
-    0, -7, 2 ** 80, True, False, 0.0, -0.0, 1e-300, 1.5e300, float("inf"), float("-inf"), 0.1, 1e16,
+    0, -7, 2 ** 63 - 1, -(2 ** 63), True, False, 0.0, -0.0, 1e-300, 1.5e300, float("inf"), float("-inf"), 0.1, 1e16,
     "bare.name", "", "true", "nan", "inf", "with space", 'quo"te', "back\\slash", "new\nline", "tab\t", "é",
     Const(True), Const(1), Tuple(()), (), (1, (2.5, "x")), {}, {"a b": {"true": [Const(3)]}},
 ])

@@ -18,7 +18,7 @@ from intent_eqsat.errors import IntentError
 from intent_eqsat.ir import VerificationError, parse_module, verify
 from intent_eqsat.ir.builder import ModuleBuilder
 from intent_eqsat.ir.core import Module, Op, ParamDecl, walk
-from intent_eqsat.ir.launch import ceil_div
+from intent_eqsat.ir.launch import BinOp, Const, Sym, ceil_div
 from intent_eqsat.ir.types import frag
 from intent_eqsat.ir.verify import CHECKS, SHARED, STAGES, collect, needs_origin
 from intent_eqsat.ir.verify_errors import PASS5_CHECKS
@@ -393,6 +393,17 @@ CASES = [
          text=sub("%c0 = const() {value = 0} : index", "%c0 = const() {value = 0.5} : index")),
     Case("3-program-coordinate-not-index", 3, r"the program coordinate %pid is i32, not index", "=kernel gemm",
          text=sub("body (%pid: index)", "body (%pid: i32)")),
+    Case("3-const-outside-its-dtype", 3, r"i32 const 2147483648 is outside the range of i32 \[-2147483648, "
+         r"2147483647\]", "%zi = const", fixture="misc",
+         text=sub("%zi = const() {value = 0} : i32", "%zi = const() {value = 2147483648} : i32")),
+    # -- issue 25: integer literals beyond the signed 64-bit range (built, not parsed: the parser rejects them) -----
+    Case("lit-range-start-beyond-i64", "literals", r"integer 9223372036854775808 is outside the signed 64-bit "
+         r"range", "%rm = range", edit=_set_attr(_is("range"), "start", 2 ** 63)),
+    Case("lit-launch-constant-beyond-i64", "literals", r"integer -9223372036854775809 is outside the signed 64-bit",
+         "%bm = launch", edit=_set_attr(lambda op: op.name == "launch" and op.attrs["expr"] == Sym("BM"), "expr",
+                                        BinOp("*", Sym("BM"), Const(-(2 ** 63) - 1)))),
+    Case("lit-parameter-beyond-i64", "literals", r"parameter BK: integer 18446744073709551616 is outside",
+         "=param BK", edit=lambda m: m.params.__setitem__(2, ParamDecl("BK", 32, (16, 32, 2 ** 64)))),
     # -- invariant 4: fragment extents are constants or declared parameters ---------------------------------
     Case("4-extent-names-shape-symbol", 4, r"extent M of %m0b: symbol 'M' is not a declared parameter",
          "%m0b = broadcast", text=resub(r"frag<(\w+), \[BM", r"frag<\1, [M")),
@@ -407,6 +418,25 @@ CASES = [
          text=sub("load(%A, %am, %ak, %av)", "load(%A, %am, %ak, %ak)")),
     Case("5-payload-dtype", 5, r"payload %acc is frag<f32, \[BM, BN\]> but %C holds f16", "store(%C",
          text=sub("store(%C, %cm, %cn, %out, %cv)", "store(%C, %cm, %cn, %acc, %cv)")),
+    Case("5-fill-outside-the-view-dtype", 5, r"fill 2147483648 is outside the range of i32", "%vals = load",
+         fixture="misc", text=sub("{fill = 0, origin = misc.i, valid = true}",
+                                  "{fill = 2147483648, origin = misc.i, valid = true}")),
+    # -- issue 25 item 5: accesses that provably leave their resource ----------------------------------------
+    Case("5-unguarded-tail-load", 5, r"unguarded out-of-bounds access: member \(0, 2\) reads coordinate \(0, 2\) "
+         r"of view %A with shape \(3, 2\) at the launch K=2, M=3, N=5 \(program 0\)$", "%a = load",
+         text=sub("load(%A, %am, %ak, %av) {fill = 0.0, origin = gemm.s0.A, valid = true}",
+                  "load(%A, %am, %ak) {origin = gemm.s0.A}")),
+    Case("5-mask-off-by-one", 5, r"unguarded out-of-bounds access: member \(2,\) reads coordinate \(2,\) of view "
+         r"%X with shape \(2,\) although its validity is true at the launch N=2 \(program 0\)", "%x = load",
+         fixture="copybuf", text=sub("%ok = cmp(%i, %nb) {pred = lt}", "%ok = cmp(%i, %nb) {pred = le}")),
+    Case("5-buffer-indexed-by-the-global-coordinate", 5, r"member \(0,\) writes coordinate \(128,\) of buffer %buf "
+         r"with shape \(128,\) at the launch N=130 \(program 1\)", "buffer_store(%buf", fixture="copybuf",
+         text=sub("buffer_store(%buf, %r, %x)", "buffer_store(%buf, %i, %x)")),
+    Case("5-shifted-row-past-the-mask", 5, r"member \(2, 0\) reads coordinate \(3, 0\) of view %X with shape "
+         r"\(3, 2\) although its validity is true", "%x = load", fixture="rowsum",
+         text=lambda t: sub("%x = load(%X, %rows,", "%one = const() {value = 1} : frag<index, [BR, BC]>\n"
+                            "        %rows1 = add(%rows, %one) : frag<index, [BR, BC]>\n"
+                            "        %x = load(%X, %rows1,")(t)),
     # -- invariant 6: regions, yields, dominance -------------------------------------------------------------
     Case("6-use-of-loop-local-value-after-loop", 6,
          r"operand %k0 does not dominate its use: it is defined in a nested or sibling region",
@@ -461,6 +491,10 @@ CASES = [
     Case("9-aliased-non-atomic-write", 9, r"non-atomic store into %C, which may alias %A \(alias class 'ac'\)",
          "store(%C", text=lambda t: sub("%C: view<f16, [M, N]> write", "%C: view<f16, [M, N]> write alias ac")(
              sub("%A: view<f16, [M, K]> read", "%A: view<f16, [M, K]> read alias ac")(t))),
+    Case("9-store-members-collide", 9, r"colliding members: two valid members of this store write element \(0, 0\) "
+         r"of view %C \(plain writes need unique members\) at the launch K=2, M=3, N=5 \(program 0\)", "store(%C",
+         text=sub("store(%C, %cm, %cn, %out, %cv)", "%cm0 = broadcast(%m0) {dims = []} : frag<index, [BM, BN]>\n"
+                  "        store(%C, %cm0, %cn, %out, %cv)")),
     Case("9-colliding-plain-scatter", 9, r"non-atomic scatter coordinates do not depend on program coordinate "
          r"%q \(axis 0 of segment 1", "scatter(%H", fixture="misc",
          text=sub("scatter_reduce(%H, %bins, %h) {combine = add, origin = misc.h}", "scatter(%H, %bins, %h) "
@@ -473,6 +507,19 @@ CASES = [
          "%K = launch", text=sub("%K = launch() {expr = $(K)}", "%K = launch() {expr = $(dim(A, 2))}")),
     Case("10-stride-of-unknown-view", 10, r"stride\(Q, 0\) names no ABI view", "=kernel gemm, abi %B",
          text=sub("%B: view<f16, [K, N]> read", "%B: view<f16, [K, N]> read strides [stride(Q, 0), 1]")),
+    # -- issue 25 item 5: zero divisors and negative extents --------------------------------------------------
+    Case("10-launch-expr-modulo-zero", 10, r"K % 0 divides by zero$", "%K = launch",
+         text=sub("%K = launch() {expr = $(K)}", "%K = launch() {expr = $(K % 0)}")),
+    Case("10-segment-ceil-div-by-zero", 10, r"ceil_div\(M, 0\) divides by zero", "=kernel gemm, segment 0",
+         text=sub("segment [ceil_div(M, BM),", "segment [ceil_div(M, 0),")),
+    Case("10-divisor-zero-at-a-candidate", 10, r"K // \(BK - 16\) divides by zero with BK=16", "%K = launch",
+         text=sub("%K = launch() {expr = $(K)}", "%K = launch() {expr = $(K // (BK - 16))}")),
+    Case("10-floor-division-by-zero-in-a-view-shape", 10, r"M // 0 divides by zero", "=kernel gemm, abi %C",
+         text=sub("%C: view<f16, [M, N]>", "%C: view<f16, [M // 0 + M, N]>")),
+    Case("10-negative-view-extent", 10, r"extent 0 of view %A is \(-1\); an extent is never negative",
+         "=kernel gemm, abi %A", text=sub("%A: view<f16, [M, K]>", "%A: view<f16, [-1, K]>")),
+    Case("10-negative-segment-extent", 10, r"extent 1 is BN - 65 = -1 at the parameter defaults; an extent is "
+         r"never negative", "=kernel gemm, segment 0", text=sub("ceil_div(N, BN)] order", "BN - 65] order")),
     Case("10-float-scalar-sizes-grid", 10, r"symbol 'alpha' is not a declared parameter",
          "=kernel scale, segment 0", fixture="gridstride",
          text=lambda t: sub("segment [ceil_div(N, BLOCK)]", "segment [ceil_div(N, alpha)]")(
@@ -500,6 +547,15 @@ CASES = [
          "store(%C", text=sub("{origin = gemm.s0, valid = true}", "{after = [nowhere], origin = gemm.s0, "
                               "valid = true}")),
     # -- PASS-5 named checks ---------------------------------------------------------------------------------
+    Case("p5-integer-floordiv-by-zero", "arithmetic", r"undefined integer arithmetic: integer floordiv by zero at the "
+         r"launch K=2, M=3, N=5 \(program 0\)", "%m0 = floordiv",
+         text=sub("%m0 = mul(%pm, %bm) : index", "%m0 = floordiv(%bm, %pm) : index")),
+    Case("p5-loop-step-zero", "arithmetic", r"loop step 0 is not positive at the launch K=2, M=3, N=5 \(program 0\)",
+         "%acc = for", text=sub("%bk = launch() {expr = $(BK)}", "%bk = launch() {expr = $(BK - BK)}")),
+    Case("p5-launch-value-overflows-index", "arithmetic", r"LaunchExpr BK \* 4611686018427387904 is "
+         r"147573952589676412928, which index cannot hold at the launch K=2, M=3, N=5 \(program 0\)",
+         "%bk = launch", text=sub("%bk = launch() {expr = $(BK)}",
+                                  "%bk = launch() {expr = $(BK * 4611686018427387904)}")),
     Case("p5-default-not-a-candidate", "declared_params",
          r"parameter BM default 48 is not one of its candidates \[32, 64, 128\]", "=param BM",
          text=sub("param BM: i64 = 64 in", "param BM: i64 = 48 in")),
@@ -577,12 +633,116 @@ def test_location_names_kernel_op_origin_and_source_position() -> None:
 
 # -- real checks: the rule accepts the legal form next to the illegal one -------------------------------------
 
-def test_narrowing_all_true_accepted_once_validity_no_longer_reads_the_iv() -> None:
+def _narrowed_gemm(k: str) -> str:
+    """The GEMM with an all_true narrowing of its K loop whose loads no longer check k < K, with K = ``k``."""
     text = sub("{origin = gemm.s0.sum} : frag<f32, [BM, BN]> (%k0", NARROW % "all_true"
                + " : frag<f32, [BM, BN]> (%k0")(GEMM)
     text = sub("load(%A, %am, %ak, %av)", "load(%A, %am, %ak, %avm)")(text)
     text = sub("load(%B, %bk2, %bn2, %bv)", "load(%B, %bk2, %bn2, %bvn)")(text)
-    verify(parse_module(text, "gemm.gir"))
+    if k != "K":
+        text = sub("%A: view<f16, [M, K]>", f"%A: view<f16, [M, {k}]>")(text)
+        text = sub("%B: view<f16, [K, N]>", f"%B: view<f16, [{k}, N]>")(text)
+        text = sub("{expr = $(K)}", f"{{expr = $({k})}}")(text)
+    return text
+
+
+def test_narrowing_all_true_accepted_once_validity_no_longer_reads_the_iv() -> None:
+    # the shape fact the narrowing rests on is in the program: K = 64 is a multiple of every BK candidate
+    verify(parse_module(_narrowed_gemm("64"), "gemm.gir"))
+
+
+def test_narrowing_all_true_on_a_shape_fact_the_program_does_not_hold_is_out_of_bounds() -> None:
+    """Issue 25 item 5: with K a free size, the unmasked k < K check is gone and K = 2 reads past the end."""
+    text = _narrowed_gemm("K")
+    with pytest.raises(VerificationError) as info:
+        verify(parse_module(text, "gemm.gir"))
+    assert info.value.invariant == 5
+    assert re.search(r"unguarded out-of-bounds access: member \(0, 2\) reads coordinate \(0, 2\) of view %A "
+                     r"with shape \(3, 2\) although its validity is true at the launch K=2, M=3, N=5 "
+                     r"\(program 0\)", info.value.message), info.value.message
+    assert info.value.location == op_location(text, parse_module(text, "gemm.gir"), "%a = load", "gemm.gir",
+                                              "gemm")
+
+
+# -- issue 25 item 5: the out-of-bounds rule rejects what provably goes out, and nothing else ------------------
+
+GATHER = """\
+module target "sm90" {
+  kernel @gather origin gather {
+    abi {
+      %I: view<i64, [B]> read
+      %E: view<f32, [V, D]> read
+      %O: view<f32, [B, D]> write
+    }
+    space {
+      segment [B] order row_major
+    }
+    body (%pid: index) {
+      execution_group(%pid) {segment = 0} (%b: index) {
+        %row = load(%I, %b) {origin = g.i} : i64
+        %d = launch() {expr = $(D)} : index
+        %c0 = const() {value = 0} : index
+        %one = const() {value = 1} : index
+        for(%c0, %d, %one) {origin = g.loop} (%j: index) {
+          %x = gather(%E, %row, %j) {origin = g.e} : f32
+          store(%O, %b, %j, %x) {origin = g.o}
+          yield()
+        }
+        yield()
+      }
+      yield()
+    }
+  }
+}
+"""
+
+
+def test_data_dependent_subscript_is_left_to_the_run_time() -> None:
+    # %row comes from memory: the verifier cannot bound it (the run-time check of issue 25 item 2 does)
+    verify(parse_module(GATHER, "gather.gir"))
+
+
+def test_data_dependent_row_with_a_known_column_out_of_bounds_is_rejected() -> None:
+    text = sub("%x = gather(%E, %row, %j)", "%j1 = add(%j, %one) : index\n          %x = gather(%E, %row, %j1)")(
+        GATHER)
+    with pytest.raises(VerificationError) as info:
+        verify(parse_module(text, "gather.gir"))
+    assert info.value.invariant == 5
+    assert "member () reads coordinate (?, 3) of view %E with shape (5, 3) at the launch B=2, D=3, V=5" \
+        in info.value.message, info.value.message
+
+
+def test_unmasked_full_tile_under_its_guard_is_accepted_and_without_it_rejected() -> None:
+    """An unswitched copy: the unmasked fast path runs only where the whole tile is in bounds."""
+    guarded = sub("        %x = load(%X, %i, %ok) {fill = 0.0, origin = copy.x, valid = true} : frag<f32, [BLOCK]>\n",
+                  "        %end = add(%i0, %bs) : index\n"
+                  "        %full = cmp(%end, %n) {pred = le} : i1\n"
+                  "        %x = if(%full) {origin = copy.x} : frag<f32, [BLOCK]> () {\n"
+                  "          %xf = load(%X, %i) {origin = copy.x} : frag<f32, [BLOCK]>\n"
+                  "          yield(%xf)\n"
+                  "        } () {\n"
+                  "          %xt = load(%X, %i, %ok) {fill = 0.0, origin = copy.x, valid = true} : frag<f32, [BLOCK]>\n"
+                  "          yield(%xt)\n"
+                  "        }\n")(COPYBUF)
+    verify(parse_module(guarded, "copy.gir"))
+    unguarded = sub("%full = cmp(%end, %n) {pred = le} : i1", "%full = cmp(%end, %end) {pred = le} : i1")(guarded)
+    with pytest.raises(VerificationError) as info:
+        verify(parse_module(unguarded, "copy.gir"))
+    assert info.value.invariant == 5 and "%xf = load" not in info.value.message
+    assert "reads coordinate (2,) of view %X with shape (2,) at the launch N=2" in info.value.message
+
+
+def test_the_interpreters_unguarded_load_fixture_is_rejected() -> None:
+    """``programs/errors.gir`` holds an unguarded tail load the interpreter refuses at run time; the verifier now
+    refuses it before any launch."""
+    path = Path(__file__).parent / "programs" / "errors.gir"
+    text = path.read_text()
+    errs = collect(parse_module(text, str(path)))
+    oob = [e for e in errs if e.location.startswith("kernel oob_load")]
+    assert [e.invariant for e in oob] == [5]
+    assert "unguarded out-of-bounds access: member (2,) reads coordinate (2,) of view %X with shape (2,)" \
+        in oob[0].message
+    assert oob[0].location.endswith("errors.gir:21:9") and "op #6 (load) from oob.x" in oob[0].location
 
 
 def test_narrowing_mixed_with_proof_and_validity_is_accepted() -> None:
