@@ -399,7 +399,8 @@ def _common(p: argparse.ArgumentParser, provider: bool = True, multi_provider: b
                             + "; default triton")
     p.add_argument("--options", action="append", metavar="K=V",
                    help="compile option(s): numerics=source|relaxed_normalization, online_reduction=true|false, "
-                        "optimization_remarks=true|false (repeatable or comma-separated)")
+                        "optimization_remarks=true|false, subscript_checks=true|false (repeatable or "
+                        "comma-separated)")
     p.add_argument("--rulebooks", metavar="NAME[,NAME]", help="rulebooks handed to the optimizer")
     p.add_argument("--sizes", action="append", metavar="SYM=N",
                    help="the problem the cost model chooses block sizes for, e.g. M=32768,N=8192 (repeatable or "
@@ -509,8 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="PATH", help="also write the audit as JSON here")
     r.add_argument("--no-progress", action="store_true", help="no per-kernel progress lines on stderr")
     r.add_argument("--no-option-variants", action="store_true",
-                   help="do not re-run the groups of rules that never fired under the compile options one field "
-                        "away (numerics, online_reduction, ...)")
+                   help="do not re-run the groups of rules that never fired under the other settings of the "
+                        "options rules read (numerics, online_reduction, optimization_remarks)")
     p.set_defaults(func=cmd_rules)
 
     p = sub.add_parser("explain", help="why this program: cost breakdown against the runner-up")

@@ -20,6 +20,7 @@ the kernel writes needs a grid-wide barrier (IR-9), which the common IR does not
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from intent_eqsat.construct.emitter import Emitter
 from intent_eqsat.construct.lower import INDEX, I1, Env, Lowerer, Tables, gpu_dtype, poly_to_launch
@@ -57,9 +58,11 @@ def construct(module: m.KirModule, *, target: str = "sm90", options: CompileOpti
     """
     facts = check(module)
     analysis = analyze(module, facts)
-    mb = ModuleBuilder(target, options or CompileOptions())
+    opts = options or CompileOptions()
+    mb = ModuleBuilder(target, opts)
     for kernel in module.kernels:
-        _construct_kernel(mb, facts, facts.kernels[kernel.name], analysis.kernels[kernel.name])
+        _construct_kernel(mb, facts, facts.kernels[kernel.name], analysis.kernels[kernel.name],
+                          checks=opts.subscript_checks)
     program = mb.build()
     # Canonical form: the term encoding shares equal pure computations and drops unused ones, so the first
     # program is CSE'd/DCE'd and is exactly what decoding its own encoding gives (rules/encode.py).
@@ -110,7 +113,8 @@ def _identity_subscripts(s: m.Assign, ka: KernelAnalysis) -> bool:
     return len(names) == len(s.subs) and len(set(names)) == len(names)
 
 
-def _construct_kernel(mb: ModuleBuilder, facts: ModuleFacts, kf: KernelFacts, ka: KernelAnalysis) -> None:
+def _construct_kernel(mb: ModuleBuilder, facts: ModuleFacts, kf: KernelFacts, ka: KernelAnalysis,
+                      checks: bool = True) -> None:
     kernel = kf.kernel
     kb = mb.kernel(kernel.name, origin=kernel.id or kernel.name)
     worksets = _worksets(kernel, ka)
@@ -135,16 +139,18 @@ def _construct_kernel(mb: ModuleBuilder, facts: ModuleFacts, kf: KernelFacts, ka
             keys = kf.stmt_vars[ws.owner.id]
             hints = [kf.vars[k].name for k in keys]
             rb.with_origin(ws.owner.id).execution_group(
-                i, pid, lambda r, coords, ws=ws, keys=keys: _group(r, coords, ws, keys, facts, kf, abi, tables),
+                i, pid, lambda r, coords, ws=ws, keys=keys: _group(r, coords, ws, keys, facts, kf, abi, tables,
+                                                                   checks),
                 rank=len(keys), hints=hints)
 
     kb.body(body)
 
 
 def _group(rb: RegionBuilder, coords: list[Value], ws: Workset, keys: tuple[str, ...], facts: ModuleFacts,
-           kf: KernelFacts, abi: dict[str, Value], tables: Tables) -> None:
+           kf: KernelFacts, abi: dict[str, Value], tables: Tables, checks: bool = True) -> None:
     em = Emitter(rb, args=coords, min_depth=0)
     low = Lowerer(facts, kf, em, abi, tables)
+    low.subscript_checks = checks
     owner = ws.owner
     env = Env(vars=dict(zip(keys, coords)))
     for key, coord in zip(keys, coords):
@@ -196,14 +202,16 @@ def _write(low: Lowerer, s: m.Assign, env: Env) -> None:
     value = low.coerce(low.value(s.value, env), view.type.dtype)
     coords = [low.index(sub, env) for sub in s.subs]
     data_dependent = any(isinstance(n, m.Access) for sub in s.subs for n in m.walk(sub))
+    checked = low.checked_axes(s.subs)
+    extra: dict[str, Any] = {"checked": checked} if checked else {}
     em.origin = s.id
     if s.op != "=":
-        em.effect("scatter_reduce", [view, *coords, value], combine=_UPDATE[s.op], valid=False)
+        em.effect("scatter_reduce", [view, *coords, value], combine=_UPDATE[s.op], valid=False, **extra)
     elif s.collide == "any":
         em.effect("atomic_rmw", [view, *coords, value], [ScalarType(view.type.dtype)], kind="xchg",
-                  order="relaxed", domain="device", valid=False)
+                  order="relaxed", domain="device", valid=False, **extra)
     elif data_dependent:
-        em.effect("scatter", [view, *coords, value], valid=False)
+        em.effect("scatter", [view, *coords, value], valid=False, **extra)
     else:
         em.effect("store", [view, *coords, value], valid=False)
 

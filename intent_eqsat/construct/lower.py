@@ -122,6 +122,9 @@ class Lowerer:
         self.kf = kf
         self.em = em
         self.abi = abi
+        #: compile option ``subscript_checks``: data-dependent coordinates of reads and writes carry ``checked``
+        #: (docs/gpu_ir.md), so an out-of-range member touches no memory and the launch reports it (issue 25.2)
+        self.subscript_checks = True
         tables = tables or Tables.of(facts, kf)
         self.types = tables.types
         self.refs = tables.refs
@@ -321,25 +324,38 @@ class Lowerer:
             coords.append((yield self.index_g(s, env)))
         data_dependent = any(isinstance(n, m.Access) for s in e.subs for n in m.walk(s))
         dtype = view.type.dtype
+        checked = self.checked_axes(e.subs) if data_dependent else []
+        extra: dict[str, Any] = {"checked": checked} if checked else {}
         if env.valid is None:
             return self.em.pure("gather" if data_dependent else "load", [view, *coords], ScalarType(dtype),
-                                valid=False)
+                                valid=False, **extra)
         # A read whose every coordinate ranges over exactly its view's axis is in bounds whatever the predicate: it
         # touches no memory it could not, and the predicate's select discards its value where the predicate fails
         # (the where's fill), so it is read unconditionally. Scores read this way stay the same term under and
         # outside the predicate (the summary relations of online renormalization compare them).
         if all(self.spans.get(c.name) == view.type.shape[axis] for axis, c in enumerate(coords)):
             return self.em.pure("gather" if data_dependent else "load", [view, *coords], ScalarType(dtype),
-                                valid=False)
-        # Under a predicate: the member reads memory only where the predicate holds and it is in bounds.
+                                valid=False, **extra)
+        # Under a predicate: the member reads memory only where the predicate holds and it is in bounds (a checked
+        # coordinate is not masked here: where the predicate holds, outside its view is an error, not a fill).
         valid = env.valid
         for axis, c in enumerate(coords):
+            if axis in checked:
+                continue
             lo_ok = self.cmp("ge", c, self.const(0, "index"))
             hi_ok = self.cmp("lt", c, self.launch(view.type.shape[axis]))
             valid = self.and_valid(valid, self.and_valid(lo_ok, hi_ok))
         fill: Any = False if dtype == "i1" else (0.0 if dtype in ("f16", "bf16", "f32", "f64") else 0)
         return self.em.pure("gather" if data_dependent else "load", [view, *coords, valid], ScalarType(dtype),
-                            valid=True, fill=fill)
+                            valid=True, fill=fill, **extra)
+
+    def checked_axes(self, subs: Sequence[m.Expr]) -> list[int]:
+        """The coordinate positions of an access whose subscripts read data (``H[X[i]]``, ``E[idx[i], d]``): those the
+        run time checks, when the compile option ``subscript_checks`` is on. Affine subscripts are proven in range
+        by the KIR verifier and are never checked."""
+        if not self.subscript_checks:
+            return []
+        return [axis for axis, s in enumerate(subs) if any(isinstance(n, m.Access) for n in m.walk(s))]
 
     def let_g(self, name: str, subs: Sequence[m.Expr], env: Env) -> Step:
         """Rematerialize let ``name`` at the point given by ``subs`` (its index variables rebound).

@@ -204,10 +204,17 @@ class CompileOptions:
     numerics: str = "source"
     online_reduction: bool = True
     optimization_remarks: bool = False
+    #: data-dependent subscripts (gathers, scatters, histogram bins) are checked at run time: an out-of-range
+    #: coordinate touches no memory and the launch raises (issue 25.2); False drops the check for speed, and an
+    #: out-of-range subscript is then undefined behaviour. Not a rule fact: it changes only the accesses' spelling.
+    subscript_checks: bool = True
 
     def key(self) -> str:
+        """A stable text of the options (the cache keys'): ``subscript_checks`` appears only when off, so the keys
+        of programs made before it existed still match."""
         return f"numerics={self.numerics},online_reduction={self.online_reduction}," \
-               f"optimization_remarks={self.optimization_remarks}"
+               f"optimization_remarks={self.optimization_remarks}" + \
+               ("" if self.subscript_checks else ",subscript_checks=False")
 
 
 @dataclass(eq=True)

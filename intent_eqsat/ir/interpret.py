@@ -64,7 +64,8 @@ Shape ops
 Accesses (``resource, coords x rank, payload..., [valid]``)
   Coordinates (and payload, validity) broadcast to the access shape (the result's shape for reads). Members whose
   validity is false touch no memory: a read yields ``fill``, a write has no effect. A valid member whose coordinate
-  lies outside the resource's bounds is an InterpretError ("unguarded out-of-bounds access"), never silent.
+  lies outside the resource's bounds is an InterpretError ("unguarded out-of-bounds access"), never silent; at a
+  ``checked`` coordinate (a data-dependent subscript) it says so, as the launcher's SubscriptOutOfRange would.
   ``store``/``scatter``/``buffer_store``: two valid members writing the same element is an InterpretError (the IR
   requires unique members; colliding writes need scatter_reduce or atomics). ``scatter_reduce{combine}``: members
   are combined into memory in row-major member order (``ufunc.at``, in the element dtype). ``atomic_rmw{kind}``
@@ -755,6 +756,10 @@ class _Interpreter:
             member = tuple(int(i) for i in np.argwhere(bad)[0])
             coord = tuple(int(c[member]) for c in cs)
             verb = {"read": "reads", "write": "writes"}.get(SPECS[op.name].effect, "updates")
+            if any(not 0 <= coord[a] < mem.shape[a] for a in op.attrs.get("checked") or ()):
+                raise self.error(op, f"data-dependent subscript out of range (a checked coordinate): member "
+                                     f"{member} {verb} coordinate {coord} of {mem.describe()} with shape "
+                                     f"{mem.shape}; the generated launcher raises SubscriptOutOfRange here")
             raise self.error(op, f"unguarded out-of-bounds access: member {member} {verb} coordinate "
                                  f"{coord} of {mem.describe()} with shape {mem.shape}"
                              + ("" if valid is None else " although its validity is true"))

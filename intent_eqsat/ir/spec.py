@@ -96,18 +96,23 @@ _add(OpSpec("record", "shape", (1, None), (1, 1), {"fields": Attr("strs", requir
 _add(OpSpec("get", "shape", (1, 1), (1, 1), {"index": Attr("int", required=True)}))
 _add(OpSpec("field", "shape", (1, 1), (1, 1), {"name": Attr("str", required=True)}))
 # accesses ----------------------------------------------------------------------------------------------------
-for _a in ("load", "gather"):
-    _add(OpSpec(_a, "access", (1, None), (1, 1), {**_VALID, "fill": Attr("number")}, effect="read",
-                doc="read a view at coordinates; invalid members yield fill and touch no memory"))
+#: ``checked``: the coordinate positions (0-based) that are data-dependent subscripts checked at run time (docs/kir.md,
+#: issue 25.2): a valid member whose coordinate there lies outside [0, extent) touches no memory and makes the launch
+#: fail with a subscript error naming the op's origin (the provider masks the access and reports it)
+_CHECKED = {"checked": Attr("ints")}
+_add(OpSpec("load", "access", (1, None), (1, 1), {**_VALID, "fill": Attr("number")}, effect="read",
+            doc="read a view at coordinates; invalid members yield fill and touch no memory"))
+_add(OpSpec("gather", "access", (1, None), (1, 1), {**_VALID, **_CHECKED, "fill": Attr("number")}, effect="read",
+            doc="read a view at data-dependent coordinates; invalid members yield fill and touch no memory"))
 _add(OpSpec("store", "access", (2, None), (0, 0), dict(_VALID), effect="write",
             doc="write a view at coordinates (unique members); invalid members have no effect"))
-_add(OpSpec("scatter", "access", (2, None), (0, 0), dict(_VALID), effect="write",
+_add(OpSpec("scatter", "access", (2, None), (0, 0), {**_VALID, **_CHECKED}, effect="write",
             doc="unique scatter: data-dependent coordinates that must not collide"))
 _add(OpSpec("scatter_reduce", "access", (2, None), (0, 0),
-            {**_VALID, "combine": Attr("enum", required=True, choices=COMBINERS)}, effect="rmw",
+            {**_VALID, **_CHECKED, "combine": Attr("enum", required=True, choices=COMBINERS)}, effect="rmw",
             doc="colliding members are combined with `combine` (unordered, so the combiner must commute)"))
 _add(OpSpec("atomic_rmw", "access", (2, None), (1, 1),
-            {**_VALID, **_ORDER, "kind": Attr("enum", required=True, choices=RMW_KINDS)}, effect="rmw",
+            {**_VALID, **_ORDER, **_CHECKED, "kind": Attr("enum", required=True, choices=RMW_KINDS)}, effect="rmw",
             doc="atomic read-modify-write; result = old values"))
 _add(OpSpec("atomic_cas", "access", (3, None), (1, 1), {**_VALID, **_ORDER}, effect="rmw",
             doc="operands: view, coords, compare, value; result = old values"))

@@ -1203,6 +1203,11 @@ def _access_problem(op: Op) -> str | None:
     if len(coords) != rt.rank:
         return f"{op.name} of rank-{rt.rank} %{resource.name} has {len(coords)} coordinate(s); it needs one " \
                "per axis"
+    checked = op.attrs.get("checked")
+    if checked is not None:      # data-dependent coordinates checked at run time (issue 25.2): distinct positions
+        if not checked or sorted(set(checked)) != list(checked) or not all(0 <= a < len(coords) for a in checked):
+            return f"checked = {list(checked)} must list distinct coordinate positions in increasing order, each " \
+                   f"in [0, {len(coords)})"
     shape = _access_shape(op, parts)
     for c in coords:
         if not _broadcastable(value_shape(c.type), shape):

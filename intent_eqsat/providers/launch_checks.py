@@ -58,6 +58,33 @@ def _check_no_overlap(kernel, written, views):
 '''
 
 
+#: Python source of the error a launcher raises after a launch in which a checked data-dependent subscript
+#: (a gather / scatter with ``checked`` axes, SPEC IR-8 and docs/kir.md) fell outside its view: the kernel masks
+#: the access (no memory outside the view is touched) and ORs the access's bit into a one-word flag buffer, which
+#: the launcher reads after the launch (a device synchronization, the price of the check; compile with
+#: ``subscript_checks=false`` to drop it)
+SUBSCRIPT_ERROR_SOURCE = '''\
+class SubscriptOutOfRange(IndexError):
+    """A data-dependent subscript of the launch fell outside its view's extent (the access was masked: nothing
+    outside the view was read or written). ``accesses``: the messages of the checked accesses that failed."""
+
+    def __init__(self, kernel, accesses):
+        self.kernel, self.accesses = kernel, list(accesses)
+        super().__init__(f"kernel {kernel}: data-dependent subscript out of range in " + "; ".join(self.accesses))
+
+
+def _raise_subscript_errors(kernel, flags, checks):
+    """After a launch: raise SubscriptOutOfRange when the flag word has a bit of a checked access set."""
+    code = int(flags.item())
+    if code:
+        raise SubscriptOutOfRange(kernel, [msg for bit, msg in checks if code & bit])
+'''
+
+#: bits of the flag word (an int32): checked access j sets bit j % 30 (accesses past 30 share bits; the error then
+#: names every access of the bit)
+FLAG_BITS = 30
+
+
 def _triples(items: Sequence[tuple[str, str, str | None]]) -> str:
     return "(" + "".join(f"({name!r}, {ident}, {alias!r}), " for name, ident, alias in items) + ")"
 
@@ -72,4 +99,4 @@ def overlap_check_call(kernel: str, written: Sequence[tuple[str, str, str | None
             f"{indent}                  {_triples(views)})"]
 
 
-__all__ = ["OVERLAP_CHECK_SOURCE", "overlap_check_call"]
+__all__ = ["OVERLAP_CHECK_SOURCE", "SUBSCRIPT_ERROR_SOURCE", "FLAG_BITS", "overlap_check_call"]

@@ -27,7 +27,7 @@ CASES = [
     ("argmax.gir", "argmax", {"BR": 4, "BC": 16}, "export"),
     ("chunked_cumsum_scan.gir", "chunked_cumsum", {"BC": 8}, "export"),
     ("cumsum.gir", "cumsum", {"BR": 4, "BC": 8}, "export"),
-    ("errors.gir", "oob_load", {"B": 8}, "export"),
+    ("errors.gir", "oob_load", {"B": 8}, SharedLegalityUnsupported),   # unguarded OOB: the shared verifier (IR-10 5)
     ("errors.gir", "scatter_collision", {"B": 16}, "export"),
     ("errors.gir", "write_read_view", {"B": 8}, SharedLegalityUnsupported),
     ("errors.gir", "first_write_unwritten", {"B": 8}, "export"),

@@ -23,7 +23,7 @@ module target "sm90" {{
   kernel @k origin k {{
     abi {{
       %X: view<{DT}, [N]> read
-      %O: view<{DT}, [M]> readwrite
+      %O: view<{DT}, [N]> readwrite
 {VIEWS}    }}
     space {{
       segment [ceil_div(N, B)] order row_major

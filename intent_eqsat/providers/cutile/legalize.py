@@ -538,6 +538,13 @@ class _Checker:
             raise self.shared(f"{op.name}: coordinate/payload shapes {shapes} do not broadcast", op) from None
 
     def plan_access(self, op: Op, resource: str, rtype: Type, allow_tile: bool = True) -> AccessPlan:
+        if op.attrs.get("checked"):
+            # cuTile's gather/scatter skip out-of-range members but report nothing; the launcher would need a flag
+            # read on the caller's stream (issue 25.2: the Triton provider prints it)
+            raise self.surface(f"{op.name}: run-time checks of data-dependent subscripts (checked = "
+                               f"{list(op.attrs['checked'])}) are not printed by the cuTile provider yet; compile "
+                               f"with subscript_checks=false (out-of-range subscripts are then undefined) or use "
+                               f"the Triton provider", op)
         _, coords, _payload, valid = self._parts(op)
         shape = self.access_shape(op)
         if len(coords) != len(rtype.shape):

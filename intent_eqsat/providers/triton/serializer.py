@@ -30,14 +30,15 @@ import ml_dtypes
 import numpy as np
 
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import AbiArg, Op, Region, Specialization, Value
+from intent_eqsat.ir.core import AbiArg, Op, Region, Specialization, Value, walk
 from intent_eqsat.ir.index_bounds import INDEX32_LIMIT
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     format_launch_expr, free_symbols, views_read)
 from intent_eqsat.ir.spec import access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, Type
 from intent_eqsat.providers.errors import LAUNCH_ERROR_SOURCE, SharedLegalityUnsupported, Unsupported
-from intent_eqsat.providers.launch_checks import OVERLAP_CHECK_SOURCE, overlap_check_call
+from intent_eqsat.providers.launch_checks import (FLAG_BITS, OVERLAP_CHECK_SOURCE, SUBSCRIPT_ERROR_SOURCE,
+                                                  overlap_check_call)
 from intent_eqsat.providers.targets import Target, get_target
 from intent_eqsat.providers.triton.legalize import SCOPES, SEMS, KernelPlan, legalize
 
@@ -410,6 +411,23 @@ class _Printer:
                     self.arg_ident[f"stride:{a.name}:{i}"] = ident
                     self.launch_values[ident] = f"{local}[{i}]"
                     self.kernel_args.append((ident, "i32"))
+        # checked data-dependent subscripts (the accesses' ``checked`` axes): one flag word the kernel ORs a bit
+        # into for each failing access, which the launcher allocates and reads after the launch
+        checked = [op for op in walk(k.body) if op.attrs.get("checked")]
+        self.check_bits: dict[int, int] = {}                 # id(op) -> its bit
+        self.checks: list[tuple[int, str]] = []             # (bit, message) in op order
+        self.flag_ident: str | None = None
+        if checked:
+            self.flag_ident = self._take("_subscript_flags")
+            self.kernel_args.append((self.flag_ident, "*i32"))
+            for j, op in enumerate(checked):
+                bit = 1 << (j % FLAG_BITS)
+                self.check_bits[id(op)] = bit
+                view = op.operands[0].name
+                shape = next((x.value.type.shape for x in k.abi if x.name == view), ())
+                axes = ", ".join(f"axis {ax} in [0, {format_launch_expr(shape[ax]) if ax < len(shape) else '?'})"
+                                 for ax in op.attrs["checked"])
+                self.checks.append((bit, f"{op.origin or op.name}: {op.name} of {view} needs {axes}"))
         for prm in p.module.params:
             ident = self._take(_ident(prm.name))
             self.arg_ident["param:" + prm.name] = ident
@@ -603,6 +621,10 @@ class _Printer:
         out.extend(self.launcher(specialized))
         out.append("")
         out.append("")
+        if any(pr.checks for pr in (self, *specialized)):
+            out.append(SUBSCRIPT_ERROR_SOURCE.rstrip("\n"))
+            out.append("")
+            out.append("")
         out.append(OVERLAP_CHECK_SOURCE.rstrip("\n"))
         out.append("")
         out.append("")
@@ -666,6 +688,11 @@ class _Printer:
         if self.index_arg:
             lines.append(f"{ns}INDEX_WIDTHS = {{}}  # the index dtype launch() chose, by what the index bounds read")
         lines.append(f"{ns}MAX_GRID = {p.target.max_grid[0]}")
+        if self.checks:
+            lines.append(f"{ns}CHECKS = [  # (flag bit, checked data-dependent access): launch() raises "
+                         f"SubscriptOutOfRange")
+            lines.extend(f"    ({bit}, {msg!r})," for bit, msg in self.checks)
+            lines.append("]")
         if self.spec is not None:
             lines.append(f"{ns}VALUES = " + _dict_src(dict(self.spec.values)) + "  # the KIR specialization")
         return lines
@@ -796,7 +823,13 @@ class _Printer:
             L.append(f"        {ns}INDEX_WIDTHS[_key] = _idx")
             call_args.append(f"{self.index_arg}=_idx")
         call_args += ["num_warps=num_warps", "num_stages=num_stages", "enable_fp_fusion=True", "**_ftz_off()"]
+        if self.flag_ident is not None:
+            dev = f"{devs[0]}.device" if devs else "'cuda'"
+            L.append(f"    {self.flag_ident} = torch.zeros(1, dtype=torch.int32, device={dev})  "
+                     f"# checked subscripts' flag word")
         L.extend(_wrap_def(f"    {self.fn_name}[(_grid,)](", call_args, ")"))
+        if self.flag_ident is not None:
+            L.append(f"    _raise_subscript_errors({k.name!r}, {self.flag_ident}, {ns}CHECKS)")
         return L
 
     def _index_key(self, bounds: Sequence[LaunchExpr]) -> list[str]:
@@ -1130,6 +1163,35 @@ class _Printer:
             ptr = f"tl.broadcast_to({ptr}, {_tuple_src([str(n) for n in ashape])})"
         return ptr, list(payload), vld, ashape
 
+    def _checked_mask(self, op: Op, vld: Value | None, ashape: tuple[int, ...]) -> str | None:
+        """For an access with ``checked`` axes: emit the in-range test of those coordinates and the flag update of
+        the members outside it (valid ones only), and return the access's mask (valid and in range). None for an
+        unchecked access: its mask is its validity."""
+        axes = op.attrs.get("checked")
+        if not axes or self.flag_ident is None:
+            return None
+        valid = bool(op.attrs.get("valid"))
+        n_coords, _ = access_layout(op.name, len(op.operands), valid)
+        coords = op.operands[1:1 + n_coords]
+        view = self._view_of(op).value.type
+        tests = []
+        for ax in axes:
+            c = self.var(coords[ax])
+            if coords[ax].type.dtype not in ("index", "i64"):
+                c = f"{c}.to(tl.int64)"
+            tests.append(f"({c} >= 0) & ({c} < {self.rt_le(view.shape[ax])})")
+        ok = self.fresh("inrange")
+        expr = " & ".join(tests)
+        if ashape:
+            expr = f"tl.broadcast_to({expr}, {_tuple_src([str(n) for n in ashape])})"
+        self.emit(f"{ok} = {expr}", op)
+        bad = f"{self.var(vld)} & ({ok} == 0)" if vld is not None else f"{ok} == 0"
+        flags = self.flag_ident if not ashape else \
+            f"{self.flag_ident} + tl.full({_tuple_src([str(n) for n in ashape])}, 0, tl.int32)"
+        self.emit(f"tl.atomic_or({flags}, {self.check_bits[id(op)]}, mask={bad}, sem='relaxed', scope='gpu')"
+                  f"  # checked subscript: flag members outside the view", op)
+        return f"{self.var(vld)} & {ok}" if vld is not None else ok
+
     def _fill(self, op: Op, dt: str) -> str:
         return number_literal(op.attrs.get("fill", 0), dt)
 
@@ -1138,30 +1200,35 @@ class _Printer:
         return x if self.TL[v.type.dtype] == self.TL[dt] else f"{x}.to({self.TL[dt]})"
 
     def op_load(self, op: Op) -> None:
-        ptr, _, vld, _ = self._access_parts(op)
+        ptr, _, vld, ashape = self._access_parts(op)
         dt = self._view_of(op).value.type.dtype
-        if vld is None:
+        mask = self._checked_mask(op, vld, ashape) or (self.var(vld) if vld is not None else None)
+        if mask is None:
             e = f"tl.load({ptr})"
         else:
-            e = f"tl.load({ptr}, mask={self.var(vld)}, other={self._fill(op, dt)})"
+            e = f"tl.load({ptr}, mask={mask}, other={self._fill(op, dt)})"
         if self.TL[dt] != self.TL[op.result.type.dtype]:
             e = f"{e}.to({self.TL[op.result.type.dtype]})"
         self.emit(f"{self.var(op.result)} = {e}", op)
 
     op_gather = op_load
 
+    def _write_mask(self, op: Op, vld: Value | None, ashape: tuple[int, ...]) -> str:
+        m = self._checked_mask(op, vld, ashape) or (self.var(vld) if vld is not None else None)
+        return f", mask={m}" if m is not None else ""
+
     def op_store(self, op: Op) -> None:
-        ptr, payload, vld, _ = self._access_parts(op)
+        ptr, payload, vld, ashape = self._access_parts(op)
         dt = self._view_of(op).value.type.dtype
-        mask = f", mask={self.var(vld)}" if vld is not None else ""
+        mask = self._write_mask(op, vld, ashape)
         self.emit(f"tl.store({ptr}, {self._payload(payload[0], dt)}{mask})", op)
 
     op_scatter = op_store
 
     def op_scatter_reduce(self, op: Op) -> None:
-        ptr, payload, vld, _ = self._access_parts(op)
+        ptr, payload, vld, ashape = self._access_parts(op)
         dt = self._view_of(op).value.type.dtype
-        mask = f", mask={self.var(vld)}" if vld is not None else ""
+        mask = self._write_mask(op, vld, ashape)
         self.emit(f"tl.atomic_{op.attrs['combine']}({ptr}, {self._payload(payload[0], dt)}{mask}, "
                   f"sem='relaxed', scope='gpu')", op)
 
@@ -1169,14 +1236,15 @@ class _Printer:
         return f"sem={SEMS[op.attrs['order']]!r}, scope={SCOPES[op.attrs['domain']]!r}"
 
     def op_atomic_rmw(self, op: Op) -> None:
-        ptr, payload, vld, _ = self._access_parts(op)
+        ptr, payload, vld, ashape = self._access_parts(op)
         dt = self._view_of(op).value.type.dtype
-        mask = f", mask={self.var(vld)}" if vld is not None else ""
+        m = self._checked_mask(op, vld, ashape) or (self.var(vld) if vld is not None else None)
+        mask = f", mask={m}" if m is not None else ""
         res = self.var(op.result)
         self.emit(f"{res} = tl.atomic_{op.attrs['kind']}({ptr}, {self._payload(payload[0], dt)}{mask}, "
                   f"{self._sem(op)})", op)
-        if vld is not None:
-            self.emit(f"{res} = tl.where({self.var(vld)}, {res}, {number_literal(0, dt)})")
+        if m is not None:
+            self.emit(f"{res} = tl.where({m}, {res}, {number_literal(0, dt)})")
 
     def op_atomic_cas(self, op: Op) -> None:
         ptr, payload, vld, _ = self._access_parts(op)

@@ -910,3 +910,22 @@ def test_package_verify_keeps_working_after_the_submodule_is_imported() -> None:
     ir.verify(module)
     with pytest.raises(VerificationError):
         ir.verify(parse_module(sub("lhs_contract = [1]", "lhs_contract = [0]")(GEMM)))
+
+
+def test_checked_coordinate_positions_are_verified():
+    """``checked`` (run-time checked data-dependent coordinates, issue 25.2) names distinct coordinate positions of
+    the access in increasing order; anything else is rejected at the op."""
+    from intent_eqsat import construct, kir
+    from intent_eqsat.ir.core import CompileOptions
+
+    text = "kernel g(E: f32[V, D], idx: i64[N], Out: out f32[N, D]) {\n  Out[i, d] = E[idx[i], d]\n}\n"
+    module = construct.construct(kir.parse(text, "g.kir"))
+    [gather] = [op for op in walk(module.kernels[0].body) if op.name == "gather"]
+    assert tuple(gather.attrs["checked"]) == (0,)
+    verify(module)
+    for bad in ([2], [1, 0], [0, 0], []):
+        gather.attrs["checked"] = bad
+        with pytest.raises(VerificationError, match=r"checked = .* must list distinct coordinate positions"):
+            verify(module)
+    unchecked = construct.construct(kir.parse(text, "g.kir"), options=CompileOptions(subscript_checks=False))
+    assert all("checked" not in op.attrs for op in walk(unchecked.kernels[0].body))
