@@ -60,9 +60,9 @@ def _check_no_overlap(kernel, written, views):
 
 #: Python source of the error a launcher raises after a launch in which a checked data-dependent subscript
 #: (a gather / scatter with ``checked`` axes, SPEC IR-8 and docs/kir.md) fell outside its view: the kernel masks
-#: the access (no memory outside the view is touched) and ORs the access's bit into a one-word flag buffer, which
-#: the launcher reads after the launch (a device synchronization, the price of the check; compile with
-#: ``subscript_checks=false`` to drop it)
+#: the access (no memory outside the view is touched) and ORs the access's bit into a one-word flag buffer (one per
+#: device, kept by the module and zero between launches), which the launcher reads after the launch (a device
+#: synchronization, the price of the check; compile with ``subscript_checks=false`` to drop it)
 SUBSCRIPT_ERROR_SOURCE = '''\
 class SubscriptOutOfRange(IndexError):
     """A data-dependent subscript of the launch fell outside its view's extent (the access was masked: nothing
@@ -73,10 +73,24 @@ class SubscriptOutOfRange(IndexError):
         super().__init__(f"kernel {kernel}: data-dependent subscript out of range in " + "; ".join(self.accesses))
 
 
+_SUBSCRIPT_FLAGS = {}
+
+
+def _subscript_flags_of(device):
+    """The device's flag word (allocated once: no allocation or fill per launch)."""
+    flags = _SUBSCRIPT_FLAGS.get(device)
+    if flags is None:
+        import torch
+        flags = _SUBSCRIPT_FLAGS[device] = torch.zeros(1, dtype=torch.int32, device=device)
+    return flags
+
+
 def _raise_subscript_errors(kernel, flags, checks):
-    """After a launch: raise SubscriptOutOfRange when the flag word has a bit of a checked access set."""
+    """After a launch: raise SubscriptOutOfRange when the flag word has a bit of a checked access set (and clear
+    it, so the next launch starts from zero)."""
     code = int(flags.item())
     if code:
+        flags.zero_()
         raise SubscriptOutOfRange(kernel, [msg for bit, msg in checks if code & bit])
 '''
 

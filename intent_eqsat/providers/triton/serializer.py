@@ -825,8 +825,7 @@ class _Printer:
         call_args += ["num_warps=num_warps", "num_stages=num_stages", "enable_fp_fusion=True", "**_ftz_off()"]
         if self.flag_ident is not None:
             dev = f"{devs[0]}.device" if devs else "'cuda'"
-            L.append(f"    {self.flag_ident} = torch.zeros(1, dtype=torch.int32, device={dev})  "
-                     f"# checked subscripts' flag word")
+            L.append(f"    {self.flag_ident} = _subscript_flags_of({dev})  # checked subscripts' flag word")
         L.extend(_wrap_def(f"    {self.fn_name}[(_grid,)](", call_args, ")"))
         if self.flag_ident is not None:
             L.append(f"    _raise_subscript_errors({k.name!r}, {self.flag_ident}, {ns}CHECKS)")
@@ -1186,10 +1185,14 @@ class _Printer:
             expr = f"tl.broadcast_to({expr}, {_tuple_src([str(n) for n in ashape])})"
         self.emit(f"{ok} = {expr}", op)
         bad = f"{self.var(vld)} & ({ok} == 0)" if vld is not None else f"{ok} == 0"
-        flags = self.flag_ident if not ashape else \
-            f"{self.flag_ident} + tl.full({_tuple_src([str(n) for n in ashape])}, 0, tl.int32)"
-        self.emit(f"tl.atomic_or({flags}, {self.check_bits[id(op)]}, mask={bad}, sem='relaxed', scope='gpu')"
-                  f"  # checked subscript: flag members outside the view", op)
+        if ashape:        # one flag write per program, only when a member is outside (the common case: none)
+            anybad = self.fresh("outside")
+            numel = math.prod(ashape)
+            self.emit(f"{anybad} = tl.reduce(tl.reshape(tl.where({bad}, 1, 0), ({numel},)), 0, "
+                      f"{self.need('_cmb_max_i')})", op)
+            bad = f"{anybad} > 0"
+        self.emit(f"if {bad}:  # checked subscript: a member outside the view sets its bit of the flag word", op)
+        self.emit(f"    tl.atomic_or({self.flag_ident}, {self.check_bits[id(op)]}, sem='relaxed', scope='gpu')")
         return f"{self.var(vld)} & {ok}" if vld is not None else ok
 
     def _fill(self, op: Op, dt: str) -> str:
