@@ -153,6 +153,18 @@ def grouped_coordinates(local: int, extents: tuple[int, ...], group: int, axis: 
     return tuple(coords)
 
 
+def segment_coordinates(local: int, extents: tuple[int, ...], segment: "Segment", group: int) -> tuple[int, ...]:
+    """The coordinates of program ``local`` (0-based within its segment): row-major over ``extents``, or
+    :func:`grouped_coordinates` for a grouped segment (``group`` its evaluated group size)."""
+    if segment.order == "grouped":
+        return grouped_coordinates(local, extents, group, segment.group_axis, segment.descending)
+    out = []
+    for e in reversed(extents):
+        out.append(local % e)
+        local //= e
+    return tuple(reversed(out))
+
+
 @dataclass(frozen=True)
 class ProgramSpace:
     """Finite physical program instances: ordered segments; ``launch`` set means grid-stride traversal with that

@@ -126,7 +126,7 @@ import numpy as np
 
 from intent_eqsat.errors import IntentError, InterpretError
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import Kernel, Module, Op, Region, grouped_coordinates, location
+from intent_eqsat.ir.core import Kernel, Module, Op, Region, segment_coordinates, location
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, Sym, ViewMeta, evaluate
 from intent_eqsat.ir.spec import SPECS, access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleType, Type, ViewType
@@ -1212,15 +1212,7 @@ class _Interpreter:
         lin = int(self.val(op.operands[0]))
         if not offset <= lin < offset + length:
             return None
-        local = lin - offset
-        if segment.order == "grouped":
-            coords = grouped_coordinates(local, ext, g, segment.group_axis, segment.descending)
-        else:
-            out = []
-            for e in reversed(ext):
-                out.append(local % e)
-                local //= e
-            coords = tuple(reversed(out))
+        coords = segment_coordinates(lin - offset, ext, segment, g)
         saved = self.group
         self.group = (seg, tuple(int(c) for c in coords))
         try:

@@ -36,7 +36,7 @@ import numpy as np
 
 from intent_eqsat.errors import IntentError
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import Kernel, Module, Op, Region, grouped_coordinates, walk
+from intent_eqsat.ir.core import Kernel, Module, Op, Region, segment_coordinates, walk
 from intent_eqsat.ir.interpret import _binary, _convert, _number
 from intent_eqsat.ir.launch import LaunchExpr, Sym, ViewMeta, evaluate, free_symbols
 from intent_eqsat.ir.spec import ACCESS_OPS, SPECS, access_layout
@@ -623,15 +623,7 @@ class _Probe:
         lin = int(lin)
         if not offset <= lin < offset + length:
             return None
-        local = lin - offset
-        if segment.order == "grouped":
-            coords = grouped_coordinates(local, ext, g, segment.group_axis, segment.descending)
-        else:
-            out = []
-            for e in reversed(ext):
-                out.append(local % e)
-                local //= e
-            coords = tuple(reversed(out))
+        coords = segment_coordinates(lin - offset, ext, segment, g)
         self.region(op.regions[0], [np.asarray(np.int64(c)) for c in coords])
         return None
 

@@ -8,7 +8,6 @@ rulebook decides later whether to share it), so the programs of the corpus are t
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from intent_eqsat.construct import lower as lower_mod
 from intent_eqsat.errors import ConstructionError, KirError, SourceLocation
 from intent_eqsat.ir.core import walk
 from intent_eqsat.kir.typer import MAX_INDICES
+from tests.cpu.kir.kir_testlib import line_events
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -29,24 +29,6 @@ def let_chain(n: int, rhs: str = "t{p}[i] * 0.5") -> str:
     lines += [f"  let t{j}[i] = " + rhs.format(p=j - 1) for j in range(1, n)]
     lines.append(f"  Y[i] = t{n - 1}[i]")
     return "\n".join(lines) + "\n}\n"
-
-
-def line_events(fn, *path_suffixes: str) -> int:
-    """Lines of the files ending in ``path_suffixes`` that ``fn()`` executes: a deterministic measure of work."""
-    count = 0
-
-    def local(frame, event, arg):
-        nonlocal count
-        if event == "line":
-            count += 1
-        return local
-
-    sys.settrace(lambda frame, event, arg: local if frame.f_code.co_filename.endswith(path_suffixes) else None)
-    try:
-        fn()
-    finally:
-        sys.settrace(None)
-    return count
 
 
 def matches_reference(module: kir.KirModule, program: ir.Module, n: int = 3) -> None:

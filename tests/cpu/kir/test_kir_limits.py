@@ -24,7 +24,8 @@ from intent_eqsat.kir.lexer import MAX_SOURCE_CHARS, tokenize
 from intent_eqsat.kir.model import MAX_TREE_DEPTH
 from intent_eqsat.kir.typer import MAX_INDICES
 
-from .kir_testlib import CORPUS_FILES
+from .kir_testlib import CORPUS_FILES, line_events
+from .kir_testlib import rejects as kir_error
 
 
 def parse_error(text: str, line: int, col: int, *fragments: str) -> ParseError:
@@ -35,40 +36,6 @@ def parse_error(text: str, line: int, col: int, *fragments: str) -> ParseError:
     for f in fragments:
         assert f in err.message, err.message
     return err
-
-
-def kir_error(text: str, line: int, col: int, *fragments: str) -> KirError:
-    with pytest.raises(KirError) as info:
-        verify(parse(text, "bad.kir"))
-    err = info.value
-    assert err.location == SourceLocation("bad.kir", line, col), str(err)
-    for f in fragments:
-        assert f in err.message, err.message
-    return err
-
-
-def line_events(fn, *path_suffixes: str) -> int:
-    """How many lines of the files ending in ``path_suffixes`` ``fn()`` executes (a deterministic measure of
-    work: tests compare it across input sizes instead of timing anything)."""
-    count = 0
-
-    def local(frame, event, arg):
-        nonlocal count
-        if event == "line":
-            count += 1
-        return local
-
-    def tracer(frame, event, arg):
-        if frame.f_code.co_filename.endswith(path_suffixes):
-            return local
-        return None
-
-    sys.settrace(tracer)
-    try:
-        fn()
-    finally:
-        sys.settrace(None)
-    return count
 
 
 def let_chain(n: int, twice: bool = False) -> str:

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from intent_eqsat.errors import KirError, SourceLocation
+from intent_eqsat.errors import KirError
 from intent_eqsat.kir import parse, verify
 
-
-def rejects(text: str, line: int, col: int, *fragments: str) -> KirError:
-    with pytest.raises(KirError) as info:
-        verify(parse(text, "bad.kir"))
-    err = info.value
-    assert err.location == SourceLocation("bad.kir", line, col), str(err)
-    for f in fragments:
-        assert f in err.message, err.message
-    assert str(err).startswith(f"bad.kir:{line}:{col}: ")
-    return err
+from .kir_testlib import rejects
 
 
 def accepts(text: str) -> None:
