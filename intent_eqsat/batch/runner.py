@@ -71,9 +71,9 @@ def _stems(paths: Sequence[str], reserved: Sequence[str] = outputs.RESERVED) -> 
 
 
 def read_input(path: str, shown: str) -> tuple[str | None, dict | None]:
-    """The input's text, read as ``compile`` reads a file (:func:`~intent_eqsat.pipeline.load`: UTF-8, strict,
-    universal newlines; a byte order mark is the parser's to judge), or the error ``compile`` gives for it: a
-    ``UsageError`` (stage ``load``), here located at the first byte that is not UTF-8 (else at 1:1)."""
+    """The input's text, read by the reader ``compile`` uses (:func:`~intent_eqsat.pipeline.read_source`), or the
+    error ``compile`` gives for it as report data: a ``UsageError`` at stage ``load``, located at the first byte
+    that is not UTF-8 (else at 1:1)."""
     try:
         return pipeline.read_source(path, shown), None
     except pipeline.UsageError as err:

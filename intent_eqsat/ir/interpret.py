@@ -153,6 +153,16 @@ def interpret(module: Module, kernel_name: str, args: dict[str, Any], params: di
 
 # --------------------------------------------------------------------------------------------- runtime objects
 
+
+def place_axes(x: np.ndarray, dims: Sequence[int], rank: int) -> np.ndarray:
+    """``broadcast{dims}``'s placement: operand axis i becomes axis ``dims[i]`` of a rank-``rank`` array, every
+    other axis of extent 1 (ready for ``np.broadcast_to``). ``dims`` must be distinct axes below ``rank``."""
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    full = [1] * rank
+    for i in order:
+        full[dims[i]] = x.shape[i]
+    return (np.transpose(x, order) if x.ndim else x).reshape(full)
+
 class _Mem:
     """A view or a buffer: its array, its access mode and, when its contents start undefined, a written mask."""
 
@@ -657,15 +667,11 @@ class _Interpreter:
             raise self.error(op, f"dims {list(dims)} for an operand of rank {x.ndim}")
         if len(set(dims)) != len(dims) or any(not 0 <= d < len(shape) for d in dims):
             raise self.error(op, f"dims {list(dims)} are not distinct axes of the rank-{len(shape)} result")
-        order = sorted(range(len(dims)), key=lambda i: dims[i])
-        xt = np.transpose(x, order) if x.ndim else x
-        full = [1] * len(shape)
-        for i in order:
-            full[dims[i]] = x.shape[i]
-            if x.shape[i] not in (1, shape[dims[i]]):
+        for i, d in enumerate(dims):
+            if x.shape[i] not in (1, shape[d]):
                 raise self.error(op, f"operand axis {i} of extent {x.shape[i]} cannot broadcast to result axis "
-                                     f"{dims[i]} of extent {shape[dims[i]]}")
-        return [np.broadcast_to(xt.reshape(full), shape).copy()]
+                                     f"{d} of extent {shape[d]}")
+        return [np.broadcast_to(place_axes(x, dims, len(shape)), shape).copy()]
 
     def op_reshape(self, op: Op) -> list[Any]:
         x = np.asarray(self.val(op.operands[0]))

@@ -37,7 +37,7 @@ import numpy as np
 from intent_eqsat.errors import IntentError
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import Kernel, Module, Op, Region, segment_coordinates, walk
-from intent_eqsat.ir.interpret import _binary, _convert, _number
+from intent_eqsat.ir.interpret import _binary, _convert, _number, place_axes
 from intent_eqsat.ir.launch import LaunchExpr, Sym, ViewMeta, evaluate, free_symbols
 from intent_eqsat.ir.spec import ACCESS_OPS, SPECS, access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleType, Type, ViewType
@@ -480,12 +480,7 @@ class _Probe:
         dims = tuple(int(d) for d in op.attrs.get("dims", ()))
         if len(dims) != x.ndim or len(set(dims)) != len(dims) or any(not 0 <= d < len(shape) for d in dims):
             return None
-        order = sorted(range(len(dims)), key=lambda i: dims[i])
-        full = [1] * len(shape)
-        for i in order:
-            full[dims[i]] = x.shape[i]
-        xt = np.transpose(x, order) if x.ndim else x
-        return [xt.reshape(full)]
+        return [place_axes(x, dims, len(shape))]
 
     def op_reshape(self, op: Op) -> list[Any] | None:
         xs = self._known(op)
