@@ -47,7 +47,7 @@ GROUP = "contraction"
 ORDER = 30
 RULESET = ruleset(name=GROUP)
 SUPPORT = ruleset(name="contraction_support")
-ANALYSES = (SUPPORT,)
+ANALYSES = (P.ANALYSIS, P.DEPS, SUPPORT)
 
 INDEX = Ty.scalar("index")
 #: the reduction tile size parameter (bound by the optimizer after extraction, ``intent_eqsat.rules.tiles``)
@@ -103,7 +103,13 @@ def _support_rules() -> list:
                                              CAttr(m, "value", A.float_("0.0"))).then(ZeroVal(v)), "const 0.0"))
     R.append(("contraction.zero_bcast", rule(eq(v).to(Val.op("broadcast", P.vals(x), m, t)), ZeroVal(x)).then(
         ZeroVal(v)), "a broadcast of 0.0"))
-    R.append(("contraction.free_arg", rule(eq(v).to(Val.arg(d, k, t))).then(LoopFree(v)), "an argument"))
+    # only a kernel argument (a view or a size) or an induction variable: a carried argument is the running value
+    # of an enclosing loop, and folding it into an inner sum's init would make that loop's body yield the inner
+    # loop instead of ``add(carried, member)`` (the nested-sum defect of issue 26 item 8)
+    R.append(("contraction.free_view", rule(eq(v).to(Val.arg(d, k, Ty.view(var("vdt", String), var("vsh", LEs))))
+                                            ).then(LoopFree(v)), "a view argument"))
+    R.append(("contraction.free_index", rule(eq(v).to(Val.arg(d, k, INDEX))).then(LoopFree(v)),
+              "an index argument (a size or an induction variable)"))
     R.append(("contraction.free_nil", rule(eq(xs).to(Vals.nil())).then(LoopFreeVals(xs)), "no operands"))
     R.append(("contraction.free_cons", rule(eq(xs).to(Vals.cons(x, var("tl", Vals))), LoopFree(x),
                                             LoopFreeVals(var("tl", Vals))).then(LoopFreeVals(xs)), "operands"))
@@ -112,73 +118,119 @@ def _support_rules() -> list:
     return R
 
 
+#: demand (support): lift the operand list ``rest`` (a load's coordinates, then its validity) of one side of a
+#: member to the K tile of the ``for`` at depth ``d``: (rest, iv, ub, d, the side's tile extent, side 0 = lhs / 1 = rhs)
+KWant = relation("ContractKWant", Vals, Val, Val, i64, LE, i64)
+#: the lifted operand list: every coordinate that is the induction variable becomes the K tile ``k0 + range(TK)``,
+#: every coordinate free of the loop's arguments is broadcast over the K axis, and the validity gains ``k < ub``
+KLift = relation("ContractKLift", Vals, Val, Val, i64, LE, i64, Vals)
+#: the load's fill is zero (``0.0`` for floats, ``0`` for integers)
+ZeroFill = relation("ContractZeroFill", AMap)
+
+#: per side: (the side's own axis, the K tile's position in the side's tile, the side's position in it)
+_SIDES = {0: ("b0", 1, 0), 1: ("b1", 0, 1)}
+
+
+def _side_tile_ty(dt, t: LE, side: int) -> Ty:
+    """The ``[T0, TK]`` (lhs, axes ``b0, b2``) or ``[TK, T1]`` (rhs, axes ``b2, b1``) tile type of one side."""
+    tk = LE.sym(TILE_K)
+    return _frag(dt, [t, tk], ["b0", "b2"]) if side == 0 else _frag(dt, [tk, t], ["b2", "b1"])
+
+
+def _lift_rules() -> list:
+    """Support rules computing ``KLift`` on demand (``KWant``), one operand at a time from the list's end."""
+    R = []
+    iv, ub, x, x2, va, y = vars_("iv ub x x2 va y", Val)
+    tl, out = vars_("tl out", Vals)
+    d, s, mk = vars_("d s mk", i64)
+    t = var("t", LE)
+    m = var("m", AMap)
+    R.append(("contraction.lift_fill_float", rule(eq(m).to(AMap.cons("fill", A.float_("0.0"), var("fr", AMap)))
+                                                  ).then(ZeroFill(m)), "fill = 0.0"))
+    R.append(("contraction.lift_fill_int", rule(eq(m).to(AMap.cons("fill", A.int_(0), var("fr", AMap)))
+                                                ).then(ZeroFill(m)), "fill = 0"))
+    R.append(("contraction.lift_fill_walk", rule(eq(m).to(AMap.cons(var("fk", String), var("fv", A), var("fr", AMap))),
+                                                 ZeroFill(var("fr", AMap))).then(ZeroFill(m)), "fill further down"))
+    R.append(("contraction.lift_walk", rule(KWant(Vals.cons(x, Vals.cons(x2, tl)), iv, ub, d, t, s)).then(
+        KWant(Vals.cons(x2, tl), iv, ub, d, t, s)), "demand the tail of the operand list"))
+    for side, (axis, kpos, own) in _SIDES.items():
+        ix = _side_tile_ty("index", t, side)
+        i1 = _side_tile_ty("i1", t, side)
+        kc, kt = _k_tile(iv, ub, "b2")
+        valid = [_bcast(va, [own], i1), _bcast(kt, [kpos], i1)]
+        if side == 1:
+            valid.reverse()
+        R.append((f"contraction.lift_valid_{side}", rule(KWant(Vals.cons(va, Vals.nil()), iv, ub, d, t, side)).then(
+            KLift(Vals.cons(va, Vals.nil()), iv, ub, d, t, side,
+                  Vals.cons(Val.op("and", P.vals(*valid), AMap.nil(), i1), Vals.nil()))),
+            "the validity of the member, and k < ub over the K tile"))
+        cell = Vals.cons(x, Vals.cons(x2, tl))
+        want = [KWant(cell, iv, ub, d, t, side), KLift(Vals.cons(x2, tl), iv, ub, d, t, side, out)]
+        R.append((f"contraction.lift_iv_{side}", rule(
+            *want, eq(x).to(Val.op("broadcast", P.vals(iv), P.amap(dims=_ints([])), _frag("index", [t], [axis])))
+        ).then(KLift(cell, iv, ub, d, t, side, Vals.cons(_bcast(kc, [kpos], ix), out))),
+            "a coordinate that is the induction variable reads the K tile"))
+        free = [eq(mk).to(P.Dep(x)), eq(((mk >> P.IV_BITS) >> d) & i64(1)).to(i64(0))]
+        R.append((f"contraction.lift_free_{side}", rule(
+            *want, P.ValTy(x, _frag("index", [t], [axis])), *free
+        ).then(KLift(cell, iv, ub, d, t, side, Vals.cons(_bcast(x, [own], ix), out))),
+            "a coordinate free of the loop is the same for every member of the K tile"))
+        R.append((f"contraction.lift_uniform_{side}", rule(*want, P.ValTy(x, INDEX), *free).then(
+            KLift(cell, iv, ub, d, t, side, Vals.cons(_bcast(x, [], ix), out))),
+            "a uniform coordinate free of the loop"))
+    return R
+
+
 def _contract_loop_rules() -> list:
-    """``for k step 1: acc + a(k) * b(k)`` over an ownership-blocked accumulator -> a K-tiled contract loop."""
+    """``for k step 1: acc + a(k) * b(k)`` over an ownership-blocked accumulator ``[T0, T1]`` (axes ``b0, b1``) ->
+    a K-tiled contract loop, whatever the operands' layouts: each operand is a load over one accumulator axis whose
+    coordinates are the induction variable or free of the loop, in any order and number (a transposed operand,
+    ``A[k, m]``, ``B[n, k]``; leading batch coordinates on either side; an operand that does not read ``k``)."""
     R = []
     dt, adt, bdt = vars_("dt adt bdt", String)
-    lb, ub, st, x0, y, va, vb, rows, cols, pa, pb = vars_("lb ub st x0 y va vb rows cols pa pb", Val)
-    viewa, viewb, pre_a, pre_b = vars_("viewa viewb pre_a pre_b", Val)
-    attrs, rya, ya, ma, mb, pm, cs_a, cs_b, fa_rest, fb_rest, ka_m, kb_m, cattrs = vars_(
-        "attrs rya ya ma mb pm cs_a cs_b fa_rest fb_rest ka_m kb_m cattrs", AMap)
+    lb, ub, st, x0, y, viewa, viewb = vars_("lb ub st x0 y viewa viewb", Val)
+    ra, rb, oa, ob = vars_("ra rb oa ob", Vals)
+    attrs, rya, ya, ma, mb, pm, cs_a, cs_b, fa, fb, cattrs = vars_("attrs rya ya ma mb pm cs_a cs_b fa fb cattrs",
+                                                                   AMap)
     d = var("d", i64)
     t0, t1 = vars_("t0 t1", LE)
     ty = _frag(dt, [t0, t1], ["b0", "b1"])
     iv = Val.arg(d, 0, INDEX)
     acc = Val.arg(d, 1, ty)
-    ka = Val.op("broadcast", P.vals(iv), ka_m, _frag("index", [t0], ["b0"]))
-    kb = Val.op("broadcast", P.vals(iv), kb_m, _frag("index", [t1], ["b1"]))
     tkle = LE.sym(TILE_K)
-    # the K tile: k0 + range(TK) over axis b2, its tail, the tiles' coordinates and validity
-    kc, kt = _k_tile(iv, ub, "b2")
-    a_ix = _frag("index", [t0, tkle], ["b0", "b2"])
-    b_ix = _frag("index", [tkle, t1], ["b2", "b1"])
-    a_i1 = _frag("i1", [t0, tkle], ["b0", "b2"])
-    b_i1 = _frag("i1", [tkle, t1], ["b2", "b1"])
-    a_valid = Val.op("and", P.vals(_bcast(va, [0], a_i1), _bcast(kt, [1], a_i1)), AMap.nil(), a_i1)
-    b_valid = Val.op("and", P.vals(_bcast(kt, [0], b_i1), _bcast(vb, [1], b_i1)), AMap.nil(), b_i1)
-    for n_pre in (0, 1):                     # a leading batch coordinate (uniform over the tile) or none
-        a_coords = ([pre_a] if n_pre else []) + [rows, ka]
-        b_coords = ([pre_b] if n_pre else []) + [kb, cols]
-        la = Val.op("load", P.vals(viewa, *a_coords, va), fa_rest, _frag(adt, [t0], ["b0"]))
-        lb_ = Val.op("load", P.vals(viewb, *b_coords, vb), fb_rest, _frag(bdt, [t1], ["b1"]))
-        a_tile_coords = ([_bcast(pre_a, [0], a_ix)] if n_pre else []) + [_bcast(rows, [0], a_ix), _bcast(kc, [1], a_ix)]
-        b_tile_coords = ([_bcast(pre_b, [1], b_ix)] if n_pre else []) + [_bcast(kc, [0], b_ix), _bcast(cols, [1], b_ix)]
-        a_tile = Val.op("load", P.vals(viewa, *a_tile_coords, a_valid), fa_rest,
-                        _frag(adt, [t0, tkle], ["b0", "b2"]))
-        b_tile = Val.op("load", P.vals(viewb, *b_tile_coords, b_valid), fb_rest,
-                        _frag(bdt, [tkle, t1], ["b2", "b1"]))
-        for cast_a in (0, 1):
-            for cast_b in (0, 1):
-                ea = Val.op("cast", P.vals(la), cs_a, _frag(dt, [t0], ["b0"])) if cast_a else la
-                eb = Val.op("cast", P.vals(lb_), cs_b, _frag(dt, [t1], ["b1"])) if cast_b else lb_
-                ta = Val.op("cast", P.vals(a_tile), cs_a, _frag(dt, [t0, tkle], ["b0", "b2"])) if cast_a else a_tile
-                tb = Val.op("cast", P.vals(b_tile), cs_b, _frag(dt, [tkle, t1], ["b2", "b1"])) if cast_b else b_tile
-                member = Val.op("mul", P.vals(Val.op("broadcast", P.vals(ea), ma, ty),
-                                             Val.op("broadcast", P.vals(eb), mb, ty)), pm, ty)
-                body = Val.op("add", P.vals(acc, member), ya, ty)
-                loop = Val.res(Multi.op("for", P.vals(lb, ub, st, x0), attrs, Tys.cons(ty, Tys.nil()),
-                                        Regions.cons(Region.make(d, Tys.cons(INDEX, Tys.cons(ty, Tys.nil())),
-                                                                 Stmts.nil(), P.vals(body), rya), Regions.nil())),
-                               0, ty)
+    la = Val.op("load", Vals.cons(viewa, ra), fa, _frag(adt, [t0], ["b0"]))
+    lb_ = Val.op("load", Vals.cons(viewb, rb), fb, _frag(bdt, [t1], ["b1"]))
+    a_tile = Val.op("load", Vals.cons(viewa, oa), fa, _side_tile_ty(adt, t0, 0))
+    b_tile = Val.op("load", Vals.cons(viewb, ob), fb, _side_tile_ty(bdt, t1, 1))
+    for cast_a in (0, 1):
+        for cast_b in (0, 1):
+            ea = Val.op("cast", P.vals(la), cs_a, _frag(dt, [t0], ["b0"])) if cast_a else la
+            eb = Val.op("cast", P.vals(lb_), cs_b, _frag(dt, [t1], ["b1"])) if cast_b else lb_
+            ta = Val.op("cast", P.vals(a_tile), cs_a, _side_tile_ty(dt, t0, 0)) if cast_a else a_tile
+            tb = Val.op("cast", P.vals(b_tile), cs_b, _side_tile_ty(dt, t1, 1)) if cast_b else b_tile
+            fa_ = Val.op("broadcast", P.vals(ea), ma, ty)
+            fb_ = Val.op("broadcast", P.vals(eb), mb, ty)
+            for order in ("ab", "ba"):
+                member = Val.op("mul", P.vals(fa_, fb_) if order == "ab" else P.vals(fb_, fa_), pm, ty)
+                loop = P.for1(lb, ub, st, x0, attrs, ty, d, Val.op("add", P.vals(acc, member), ya, ty), rya)
                 contract = Val.op("contract", P.vals(ta, tb, acc), P.amap(lhs_contract=_ints([1]),
                                                                        rhs_contract=_ints([0])), ty)
-                new = Val.res(Multi.op("for", P.vals(lb, ub, Val.op("launch", Vals.nil(), P.amap(expr=A.le(tkle)),
-                                                                     INDEX), x0),
-                                       attrs, Tys.cons(ty, Tys.nil()),
-                                       Regions.cons(Region.make(d, Tys.cons(INDEX, Tys.cons(ty, Tys.nil())),
-                                                                Stmts.nil(), P.vals(contract), rya), Regions.nil())),
-                              0, ty)
-                dims_facts = [eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
-                              eq(ka_m).to(P.amap(dims=_ints([]))), eq(kb_m).to(P.amap(dims=_ints([])))]
-                step1 = [eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1))]
-                name = f"contraction.contract_loop_b{n_pre}_c{cast_a}{cast_b}"
-                R.append((name, rule(
-                    eq(y).to(loop), CAttr(attrs, "reduce", A.str_("add")), *step1, *dims_facts,
-                    CAttr(fa_rest, "fill", A.float_("0.0")), CAttr(fb_rest, "fill", A.float_("0.0")),
-                    name=name).then(union(y).with_(new)),
-                    "for k step 1: acc + bcast(A[.., m, k]) * bcast(B[.., k, n])  ==  for k0 step TK: "
-                    "contract(A[.., m, k0:k0+TK], B[.., k0:k0+TK, n], acc)  (an ordinary sum: members regrouped; "
-                    "tail members load 0)"))
+                new = P.for1(lb, ub, Val.op("launch", Vals.nil(), P.amap(expr=A.le(tkle)), INDEX), x0, attrs, ty, d,
+                             contract, rya)
+                facts = [eq(y).to(loop), CAttr(attrs, "reduce", A.str_("add")),
+                         eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1)),
+                         eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
+                         ZeroFill(fa), ZeroFill(fb)]
+                name = f"contraction.contract_loop_c{cast_a}{cast_b}_{order}"
+                R.append((name + "_want", rule(*facts).then(KWant(ra, iv, ub, d, t0, i64(0)),
+                                                           KWant(rb, iv, ub, d, t1, i64(1))),
+                          "demand the K-tile form of both operands' coordinates"))
+                R.append((name, rule(*facts, KLift(ra, iv, ub, d, t0, i64(0), oa),
+                                     KLift(rb, iv, ub, d, t1, i64(1), ob), name=name).then(union(y).with_(new)),
+                          "for k step 1: acc[m, n] + bcast(A[..m..k..]) * bcast(B[..k..n..])  ==  for k0 step TK: "
+                          "contract(A tile [m, k0:k0+TK], B tile [k0:k0+TK, n], acc)  (an ordinary sum: members "
+                          "regrouped; every operand read in its own layout, a coordinate free of k broadcast over "
+                          "the K tile; tail members load 0)"))
     return R
 
 
@@ -274,12 +326,13 @@ def _operand_and_init_rules() -> list:
     return R
 
 
-_SUPPORT_RULES = _support_rules()
+_LOOP_RULES = _contract_loop_rules()
+_SUPPORT_RULES = _support_rules() + _lift_rules() + [r for r in _LOOP_RULES if r[0].endswith("_want")]
 ANALYSIS_RULES = _SUPPORT_RULES
 for _name, _rule, _law in _SUPPORT_RULES:
     SUPPORT.append(_rule)
 
-_RULES = _contract_loop_rules() + _contract_loop_transposed_rules() + _operand_and_init_rules()
+_RULES = [r for r in _LOOP_RULES if not r[0].endswith("_want")] + _contract_loop_transposed_rules() + _operand_and_init_rules()
 
 
 def rules():
