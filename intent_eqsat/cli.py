@@ -399,7 +399,8 @@ def _common(p: argparse.ArgumentParser, provider: bool = True, multi_provider: b
                             + "; default triton")
     p.add_argument("--options", action="append", metavar="K=V",
                    help="compile option(s): numerics=source|relaxed_normalization, online_reduction=true|false, "
-                        "optimization_remarks=true|false, subscript_checks=true|false (repeatable or "
+                        "optimization_remarks=true|false, subscript_checks=true|false, "
+                        "fp32_contract=ieee|tf32|bf16x3 (repeatable or "
                         "comma-separated)")
     p.add_argument("--rulebooks", metavar="NAME[,NAME]", help="rulebooks handed to the optimizer")
     p.add_argument("--sizes", action="append", metavar="SYM=N",

@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping
 
 from intent_eqsat import ir, kir
 from intent_eqsat.errors import IntentError, SourceLocation, UsageError
-from intent_eqsat.ir.core import NUMERICS, CompileOptions
+from intent_eqsat.ir.core import FP32_CONTRACT, NUMERICS, CompileOptions
 
 STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "serialize")
 #: a stage that runs only when asked for (``run(specialize=...)``), between ``verify_gir`` and ``serialize``
@@ -57,7 +57,8 @@ class ProviderUnavailable(IntentError):
 _OPTION_ALIASES = {"numerics": "numerics", "online_reduction": "online_reduction",
                    "onlinereduction": "online_reduction", "optimization_remarks": "optimization_remarks",
                    "optimizationremarks": "optimization_remarks", "subscript_checks": "subscript_checks",
-                   "subscriptchecks": "subscript_checks"}
+                   "subscriptchecks": "subscript_checks", "fp32_contract": "fp32_contract",
+                   "fp32contract": "fp32_contract"}
 
 
 def _as_bool(key: str, value: Any) -> bool:
@@ -90,6 +91,9 @@ def make_options(options: "CompileOptions | Mapping[str, Any] | None") -> Compil
         fields[key] = value
     if "numerics" in fields and fields["numerics"] not in NUMERICS:
         raise UsageError(f"option numerics: expected one of {', '.join(NUMERICS)}, got {fields['numerics']!r}")
+    if "fp32_contract" in fields and fields["fp32_contract"] not in FP32_CONTRACT:
+        raise UsageError(f"option fp32_contract: expected one of {', '.join(FP32_CONTRACT)}, got "
+                         f"{fields['fp32_contract']!r}")
     for key in ("online_reduction", "optimization_remarks", "subscript_checks"):
         if key in fields:
             fields[key] = _as_bool(key, fields[key])

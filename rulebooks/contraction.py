@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from egglog import String, eq, i64, relation, rule, ruleset, union, var, vars_
 
+from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import patterns as P
 from intent_eqsat.rules.sorts import LE, LEs, A, AMap, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
 
@@ -327,12 +328,38 @@ def _operand_and_init_rules() -> list:
 
 
 _LOOP_RULES = _contract_loop_rules()
+def _precision_rules() -> list:
+    """Compile option ``fp32_contract`` (issue 26 item 3): an f32 x f32 contract of two loaded tiles may take the
+    matrix unit at the permitted precision; the cost model chooses between it and the exact (ieee) form."""
+    R = []
+    a, b, accv, y = vars_("a b accv y", Val)
+    lc, rc = vars_("lc rc", A)
+    xa, xb = vars_("xa xb", Vals)
+    ma, mb = vars_("ma mb", AMap)
+    sha, shb, shc = vars_("sha shb shc", LEs)
+    axa, axb, axc = vars_("axa axb axc", Strs)
+    for prec in ("tf32", "bf16x3"):
+        ta, tb = Ty.frag_axes("f32", sha, axa), Ty.frag_axes("f32", shb, axb)
+        tc = Ty.frag_axes("f32", shc, axc)
+        la, lb_ = Val.op("load", xa, ma, ta), Val.op("load", xb, mb, tb)
+        lhs = Val.op("contract", P.vals(la, lb_, accv), P.amap(lhs_contract=lc, rhs_contract=rc), tc)
+        rhs = Val.op("contract", P.vals(la, lb_, accv), P.amap(lhs_contract=lc, precision=A.str_(prec),
+                                                               rhs_contract=rc), tc)
+        name = f"contraction.fp32_{prec}"
+        R.append((name, rule(eq(y).to(lhs), F.OptFp32Contract(prec), F.TargetHas(f"contract_precision:{prec}"),
+                             name=name).then(union(y).with_(rhs)),
+                  f"under fp32_contract={prec}: contract(f32 a, f32 b, acc) == contract(a, b, acc) at {prec} "
+                  f"precision (the option's permission; the target's matrix unit takes {prec})"))
+    return R
+
+
 _SUPPORT_RULES = _support_rules() + _lift_rules() + [r for r in _LOOP_RULES if r[0].endswith("_want")]
 ANALYSIS_RULES = _SUPPORT_RULES
 for _name, _rule, _law in _SUPPORT_RULES:
     SUPPORT.append(_rule)
 
-_RULES = [r for r in _LOOP_RULES if not r[0].endswith("_want")] + _contract_loop_transposed_rules() + _operand_and_init_rules()
+_RULES = [r for r in _LOOP_RULES if not r[0].endswith("_want")] + _contract_loop_transposed_rules() + _operand_and_init_rules() + \
+    _precision_rules()
 
 
 def rules():

@@ -984,7 +984,12 @@ class CostModel:
         rate = t.peak.tensor(od, precision) if t.supports_contract(od, ad, precision) else 0.0
         own_peak = 0.0 if self._is_carried_arg(operands[-1]) else peak
         elems = max(elems, lhs.elems, rhs.elems)
-        if rate > 0 and min(m, n, k) >= self.cp.min_mma_extent:
+        # shared memory: every tiled contract is staged through it, whether the matrix unit or the FMA pipe
+        # computes it (Triton's pipeliner buffers the operand loads of any tl.dot, ieee f32 included: fp32 GEMM
+        # chains with 128x256x64 tiles once asked 262-352 KB and failed at launch, issue 26 item 5), at the
+        # operands' own dtypes, ``pipeline_stages`` copies of an operand read from memory
+        smem = 0.0
+        if min(m, n, k) >= self.cp.min_mma_extent:
             smem = (lhs.elems * _mem_bytes(od) * self._copies(operands[lhs_i], left=True)
                     + rhs.elems * _mem_bytes(rhs.dtype or od) * self._copies(operands[rhs_i], left=False))
             if smem > t.smem_per_block:
@@ -992,10 +997,11 @@ class CostModel:
                     f"contract operands {lhs.type} x {rhs.type} need {int(smem)} bytes of shared memory "
                     f"({self.cp.pipeline_stages} stages for the operands read from memory) > smem_per_block "
                     f"{t.smem_per_block}")
+        if rate > 0 and min(m, n, k) >= self.cp.min_mma_extent:
             return _work(tflops=flops, t_tensor=flops / rate), own_peak, elems, smem, None
-        # no matrix-unit form: a legal FMA expansion (operands stay in registers)
+        # no matrix-unit form: a legal FMA expansion (operands in registers, staged through shared memory when tiled)
         w = _work(alu64=flops) if ad == "f64" else _work(alu=flops)
-        return w, max(own_peak, lhs.words + rhs.words), elems, 0.0, None
+        return w, max(own_peak, lhs.words + rhs.words), elems, smem, None
 
     # ----------------------------------------------------------------------------------------- proxies
     def proxy(self, w: Work) -> float:

@@ -13,6 +13,10 @@ from intent_eqsat.ir.launch import Const, LaunchExpr, product, total
 from intent_eqsat.ir.types import ScalarType, Type, ViewType
 
 NUMERICS = ("source", "relaxed_normalization")
+#: how an f32 x f32 contraction may use the matrix unit (compile option ``fp32_contract``, issue 26 item 3):
+#: ``ieee`` exact f32 products (no tensor-core form), ``tf32`` operands rounded to tf32 (10 mantissa bits),
+#: ``bf16x3`` each operand split into two bf16 halves and the three leading products summed (about 16 bits)
+FP32_CONTRACT = ("ieee", "tf32", "bf16x3")
 ACCESS_MODES = ("read", "write", "readwrite")
 ORDERS = ("row_major", "grouped")
 #: widths a program space may bind for its index arithmetic
@@ -220,13 +224,18 @@ class CompileOptions:
     #: coordinate touches no memory and the launch raises (issue 25.2); False drops the check for speed, and an
     #: out-of-range subscript is then undefined behaviour. Not a rule fact: it changes only the accesses' spelling.
     subscript_checks: bool = True
+    #: f32 contractions may use the matrix unit at this precision (``FP32_CONTRACT``; SPEC PASS-1.1 options):
+    #: ``ieee`` keeps them exact; a rule fact (``facts.OptFp32Contract``)
+    fp32_contract: str = "ieee"
 
     def key(self) -> str:
-        """A stable text of the options (the cache keys'): ``subscript_checks`` appears only when off, so the keys
+        """A stable text of the options (the cache keys'): ``subscript_checks`` appears only when off and ``fp32_contract``
+        only when not ``ieee``, so the keys
         of programs made before it existed still match."""
         return f"numerics={self.numerics},online_reduction={self.online_reduction}," \
                f"optimization_remarks={self.optimization_remarks}" + \
-               ("" if self.subscript_checks else ",subscript_checks=False")
+               ("" if self.subscript_checks else ",subscript_checks=False") + \
+               ("" if self.fp32_contract == "ieee" else f",fp32_contract={self.fp32_contract}")
 
 
 @dataclass(eq=True)

@@ -101,7 +101,8 @@ Structured ops
   batch, lhs free, rhs free. lhs/rhs are converted to the accumulator's computation dtype first: f32 for f16/bf16/
   f32 accumulators (f16/bf16 results are rounded once at the end), f64 for f64, the accumulator's own dtype for
   integers; the products are summed with ``np.einsum`` in that dtype and added to acc. ``precision = tf32`` rounds
-  lhs and rhs to tf32 (10 mantissa bits, nearest even) first. An empty reduction returns acc.
+  lhs and rhs to tf32 (10 mantissa bits, nearest even) first; ``precision = bf16x3`` splits each into bf16 halves
+  (hi, lo) and sums hi*lo + lo*hi + hi*hi. An empty reduction returns acc.
   ``scaled_contract``: lhs and rhs are multiplied by their scales repeated ``scale_block`` times along each
   contracted axis (scales are plain numbers of their dtype), then contracted as above.
   ``histogram(values[, valid])``: counts of the valid integer values in ``[0, bins)`` (bins = the result extent);
@@ -276,6 +277,22 @@ def _tf32(x: np.ndarray) -> np.ndarray:
     lsb = (u >> np.uint32(13)) & np.uint32(1)
     r = ((u + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)).view(np.float32)
     return np.where(np.isfinite(x), r, x)
+
+
+def _bf16_split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hi, lo): ``hi`` = x rounded to bf16 (nearest even), ``lo`` = (x - hi) rounded to bf16, both as float32
+    (the operand split of ``precision = bf16x3``); NaN/inf kept in ``hi``, ``lo`` 0 there."""
+    def to_bf16(v: np.ndarray) -> np.ndarray:
+        v = np.ascontiguousarray(v, np.float32)
+        u = v.view(np.uint32)
+        lsb = (u >> np.uint32(16)) & np.uint32(1)
+        r = ((u + np.uint32(0x7FFF) + lsb) & np.uint32(0xFFFF0000)).view(np.float32)
+        return np.where(np.isfinite(v), r, v)
+    x = np.ascontiguousarray(x, np.float32)
+    hi = to_bf16(x)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(np.isfinite(x), to_bf16(x - hi), np.float32(0.0)).astype(np.float32)
+    return hi, lo
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -1110,9 +1127,15 @@ class _Interpreter:
         work = _contract_dtype(self, op, acc_dt)
         a = lhs.astype(work)
         b = rhs.astype(work)
-        if op.attrs.get("precision", "ieee") == "tf32" and work == np.float32:
+        spec = f"{''.join(ls)},{''.join(rs)}->{''.join(out)}"
+        precision = op.attrs.get("precision", "ieee")
+        if precision == "tf32" and work == np.float32:
             a, b = _tf32(a), _tf32(b)
-        prod = np.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", a, b)
+        if precision == "bf16x3" and work == np.float32:
+            (ah, al), (bh, bl) = _bf16_split(a), _bf16_split(b)
+            prod = np.einsum(spec, ah, bl) + np.einsum(spec, al, bh) + np.einsum(spec, ah, bh)
+        else:
+            prod = np.einsum(spec, a, b)
         if prod.shape != acc.shape:
             raise self.error(op, f"contraction gives shape {prod.shape}, the accumulator is {acc.shape}")
         return (acc.astype(work) + prod.astype(work)).astype(_np(acc_dt))

@@ -10,7 +10,7 @@ from typing import Any
 
 from intent_eqsat.errors import ParseError
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import (ACCESS_MODES, INDEX_BITS, NUMERICS, ORDERS, AbiArg, CompileOptions, Kernel,
+from intent_eqsat.ir.core import (ACCESS_MODES, FP32_CONTRACT, INDEX_BITS, NUMERICS, ORDERS, AbiArg, CompileOptions, Kernel,
                                   Module, Op, ParamDecl, ProgramSpace, Region, Segment, Value)
 from intent_eqsat.ir.launch import Const, LaunchExpr, read_launch_expr
 from intent_eqsat.ir.lexer import Token, TokenStream, tokenize
@@ -314,7 +314,9 @@ class _Parser:
             value = self.attr_value()
             if key == "numerics" and not (isinstance(value, str) and value in NUMERICS):
                 raise self.error(f"numerics must be one of {', '.join(NUMERICS)}, not {vtok.text!r}", vtok)
-            if key != "numerics" and not isinstance(value, bool):
+            if key == "fp32_contract" and not (isinstance(value, str) and value in FP32_CONTRACT):
+                raise self.error(f"fp32_contract must be one of {', '.join(FP32_CONTRACT)}, not {vtok.text!r}", vtok)
+            if key not in ("numerics", "fp32_contract") and not isinstance(value, bool):
                 raise self.error(f"{key} is true or false, not {vtok.text!r}", vtok)
             values[key] = value
             if not self.ts.accept(","):
@@ -447,7 +449,7 @@ class _Parser:
         return n
 
 
-_OPTIONS = ("numerics", "online_reduction", "optimization_remarks", "subscript_checks")
+_OPTIONS = ("numerics", "online_reduction", "optimization_remarks", "subscript_checks", "fp32_contract")
 
 
 def _count_range(lo: int, hi: int | None) -> str:

@@ -175,7 +175,8 @@ def print_module(m: Module) -> str:
     lines = [f"module target {quote(str(m.target))} {{",
              INDENT + f"options {{numerics = {o.numerics}, online_reduction = {format_attr(o.online_reduction)}, "
                       f"optimization_remarks = {format_attr(o.optimization_remarks)}"
-                      + ("" if o.subscript_checks else ", subscript_checks = false") + "}"]
+                      + ("" if o.subscript_checks else ", subscript_checks = false")
+                      + ("" if o.fp32_contract == "ieee" else f", fp32_contract = {o.fp32_contract}") + "}"]
     for p in m.params:
         cands = ", ".join(str(c) for c in p.candidates)
         lines.append(INDENT + f"param {p.name}: {p.dtype} = {p.default} in [{cands}]")

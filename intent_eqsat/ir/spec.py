@@ -146,7 +146,7 @@ _add(OpSpec("argreduce", "structured", (1, 1), (2, 2),
 _add(OpSpec("contract", "structured", (3, 3), (1, 1),
             {"lhs_contract": Attr("ints", required=True), "rhs_contract": Attr("ints", required=True),
              "lhs_batch": Attr("ints", default=()), "rhs_batch": Attr("ints", default=()),
-             "precision": Attr("enum", default="ieee", choices=("ieee", "tf32"))},
+             "precision": Attr("enum", default="ieee", choices=("ieee", "tf32", "bf16x3"))},
             doc="acc + sum over paired axes of lhs*rhs in the accumulator dtype; result axes: batch, lhs free, "
                 "rhs free; an empty reduction returns acc"))
 _add(OpSpec("scaled_contract", "structured", (5, 5), (1, 1),

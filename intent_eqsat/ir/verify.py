@@ -1606,10 +1606,10 @@ def _structured_problem(op: Op) -> str | None:
         if {akind} != kinds:
             return f"{op.name} accumulator {at.dtype} must be a {next(iter(kinds))} type for " \
                    f"{lt.dtype} x {rt.dtype}"
-        if op.name == "contract" and op.attrs.get("precision", "ieee") not in ("ieee", "tf32"):
-            return f"contract precision {op.attrs.get('precision')!r} is not ieee or tf32"
-        if op.attrs.get("precision") == "tf32" and lt.dtype != "f32":
-            return "tf32 precision applies to f32 operands only"
+        if op.name == "contract" and op.attrs.get("precision", "ieee") not in ("ieee", "tf32", "bf16x3"):
+            return f"contract precision {op.attrs.get('precision')!r} is not ieee, tf32 or bf16x3"
+        if op.attrs.get("precision", "ieee") != "ieee" and (lt.dtype != "f32" or rt.dtype != "f32"):
+            return f"{op.attrs.get('precision')} precision applies to f32 operands only"
         return None
     if op.name == "histogram":
         valid = op.attrs.get("valid", False)

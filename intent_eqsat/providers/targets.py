@@ -48,7 +48,8 @@ class PeakRates:
     def tensor(self, operand_dtype: str, precision: str = "ieee") -> float:
         """Matrix-unit rate for a contract with these operands; 0 when the unit does not take them."""
         if operand_dtype == "f32":
-            return self.tensor_tf32 if precision == "tf32" else 0.0
+            # bf16x3: three bf16 products per f32 product (hi*hi + hi*lo + lo*hi) on the bf16 unit
+            return {"tf32": self.tensor_tf32, "bf16x3": self.tensor_bf16 / 3.0}.get(precision, 0.0)
         return {"f16": self.tensor_f16, "bf16": self.tensor_bf16, "f8e4m3": self.tensor_f8,
                 "f8e5m2": self.tensor_f8, "i8": self.tensor_i8, "u8": self.tensor_i8,
                 "f64": self.tensor_f64}.get(operand_dtype, 0.0)
@@ -191,7 +192,7 @@ SM80 = Target(
     registers_per_sm=65536, registers_per_block=65536, max_registers_per_thread=255,
     smem_per_sm=164 * KiB, smem_per_block=163 * KiB, l2_bytes=40 * MiB,
     contract_forms=_forms(f16=("f16", "f32"), bf16=_F32ACC, f32=_F32ACC, i8=("i32",), u8=("i32",), f64=("f64",)),
-    contract_precisions=frozenset(("ieee", "tf32")), matrix_unit="mma_sync",
+    contract_precisions=frozenset(("ieee", "tf32", "bf16x3")), matrix_unit="mma_sync",
     atomics=_NV_ATOMICS_SM80,
     # cuTile on Ampere: supported by recent tileiras releases; the minimum version is not verified here.
     providers=frozenset(("triton", "cutile")), triton_backend="cuda", triton_arch=80, cutile_arch="sm_80",
@@ -208,7 +209,7 @@ SM90 = Target(
     smem_per_sm=228 * KiB, smem_per_block=227 * KiB, l2_bytes=50 * MiB,
     contract_forms=_forms(f16=("f16", "f32"), bf16=_F32ACC, f32=_F32ACC, f8e4m3=("f16", "f32"),
                           f8e5m2=("f16", "f32"), i8=("i32",), u8=("i32",), f64=("f64",)),
-    contract_precisions=frozenset(("ieee", "tf32")), matrix_unit="wgmma", matrix_unit_warps=4,
+    contract_precisions=frozenset(("ieee", "tf32", "bf16x3")), matrix_unit="wgmma", matrix_unit_warps=4,
     atomics=_NV_ATOMICS_SM90,
     # cuTile reaches Hopper with tileiras 13.3 (DESIGN.md).
     providers=frozenset(("triton", "cutile")), triton_backend="cuda", triton_arch=90, cutile_arch="sm_90",
@@ -229,7 +230,7 @@ SM100 = Target(
     smem_per_sm=228 * KiB, smem_per_block=227 * KiB, l2_bytes=126 * MiB, tmem_per_sm=256 * KiB,
     contract_forms=_forms(f16=("f16", "f32"), bf16=_F32ACC, f32=_F32ACC, f8e4m3=("f16", "f32"),
                           f8e5m2=("f16", "f32"), i8=("i32",), u8=("i32",), f64=("f64",)),
-    contract_precisions=frozenset(("ieee", "tf32")), matrix_unit="tcgen05",
+    contract_precisions=frozenset(("ieee", "tf32", "bf16x3")), matrix_unit="tcgen05",
     atomics=_NV_ATOMICS_SM90,
     providers=frozenset(("triton", "cutile")), triton_backend="cuda", triton_arch=100, cutile_arch="sm_100",
     cutile_min_tileiras="13.1",
@@ -246,7 +247,7 @@ SM120 = Target(
     smem_per_sm=100 * KiB, smem_per_block=99 * KiB, l2_bytes=96 * MiB,
     contract_forms=_forms(f16=("f16", "f32"), bf16=_F32ACC, f32=_F32ACC, f8e4m3=("f16", "f32"),
                           f8e5m2=("f16", "f32"), i8=("i32",), u8=("i32",), f64=("f64",)),
-    contract_precisions=frozenset(("ieee", "tf32")), matrix_unit="mma_sync",
+    contract_precisions=frozenset(("ieee", "tf32", "bf16x3")), matrix_unit="mma_sync",
     atomics=_NV_ATOMICS_SM90,
     providers=frozenset(("triton", "cutile")), triton_backend="cuda", triton_arch=120, cutile_arch="sm_120",
     cutile_min_tileiras="13.1",

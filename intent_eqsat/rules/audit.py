@@ -416,7 +416,8 @@ class _KernelCase:
         self.program = program
         self.instances = instances
         self.kir_kernel = next(k for k in kir_module.kernels if k.name == kernel_name)
-        self.tolerance = tolerance
+        options = getattr(program, "options", None)
+        self.tolerance = lambda dtype: tolerance(dtype, options)
         self._refs: dict[int, tuple[dict, dict, dict] | None] = {}
         self._baseline: dict[int, bool] = {}
         self.skipped: set[int] = set()
@@ -878,9 +879,10 @@ def option_variants(options: Any) -> list[Any]:
     non-default option (``OptNumerics("relaxed_normalization")``, ``OptOnline(0)``, or two of them) fires under one
     of them; the audit runs the groups of rules that never fired under each in turn, so such a rule is validated
     where it applies instead of being reported as never fired (issue 25.9)."""
-    from intent_eqsat.ir.core import NUMERICS
+    from intent_eqsat.ir.core import FP32_CONTRACT, NUMERICS
 
-    choices = [NUMERICS if name == "numerics" else (True, False) for name in F.RULE_OPTIONS]
+    domains = {"numerics": NUMERICS, "fp32_contract": FP32_CONTRACT}
+    choices = [domains.get(name, (True, False)) for name in F.RULE_OPTIONS]
     base = tuple(getattr(options, name) for name in F.RULE_OPTIONS)
     others = [combo for combo in itertools.product(*choices) if combo != base]
     # one field away first; among equals, numerics changed first (it gates the most rules)

@@ -36,13 +36,15 @@ from intent_eqsat.ir.core import CompileOptions
 OptNumerics = relation("OptNumerics", String, egg_fn="OptNumerics")
 OptOnline = relation("OptOnline", i64, egg_fn="OptOnline")
 OptRemarks = relation("OptRemarks", i64, egg_fn="OptRemarks")
+#: compile option ``fp32_contract`` (``ieee``, ``tf32``, ``bf16x3``): the precision an f32 contraction may take
+OptFp32Contract = relation("OptFp32Contract", String, egg_fn="OptFp32Contract")
 TileCand = relation("TileCand", i64, egg_fn="TileCand")
 GroupCand = relation("GroupCand", i64, egg_fn="GroupCand")
 TargetInt = relation("TargetInt", String, i64, egg_fn="TargetInt")
 TargetHas = relation("TargetHas", String, egg_fn="TargetHas")
 Remark = relation("Remark", String, String, egg_fn="Remark")
 
-RELATIONS = (OptNumerics, OptOnline, OptRemarks, TileCand, GroupCand, TargetInt, TargetHas, Remark)
+RELATIONS = (OptNumerics, OptOnline, OptRemarks, OptFp32Contract, TileCand, GroupCand, TargetInt, TargetHas, Remark)
 
 #: tile sizes rules may choose from before the resource bound (powers of two)
 BASE_TILE_SIZES = (16, 32, 64, 128, 256)
@@ -52,7 +54,7 @@ _INT_FEATURES = ("warp_size", "sm_count", "smem_per_block", "registers_per_block
                  "max_grid_rank")
 
 #: the compile options rules read as facts (OptNumerics, OptOnline, OptRemarks)
-RULE_OPTIONS = ("numerics", "online_reduction", "optimization_remarks")
+RULE_OPTIONS = ("numerics", "online_reduction", "optimization_remarks", "fp32_contract")
 
 
 def tile_candidates(target: Any) -> tuple[int, ...]:
@@ -89,6 +91,7 @@ class Facts:
     ints: tuple[tuple[str, int], ...] = ()
     has: tuple[str, ...] = ()
     groups: tuple[int, ...] = ()
+    fp32_contract: str = "ieee"
 
     @classmethod
     def of(cls, options: CompileOptions | None = None, target: Any = None,
@@ -107,6 +110,7 @@ class Facts:
                 for acc in sorted(form.accumulators):
                     has.append(f"contract:{form.operand}:{acc}")
             has.extend(f"provider:{p}" for p in sorted(tgt.providers))
+            has.extend(f"contract_precision:{p}" for p in sorted(tgt.contract_precisions))
             for a in tgt.atomics:
                 has.extend(f"atomic:{a.kind}:{d}" for d in sorted(a.dtypes))
             has.extend(f"dtype:{d}" for d in sorted(tgt.fragment_dtypes))
@@ -116,12 +120,13 @@ class Facts:
         else:
             groups = ()
         return cls(opts.numerics, bool(opts.online_reduction), bool(opts.optimization_remarks),
-                   tuple(tiles or ()), tuple(ints), tuple(dict.fromkeys(has)), tuple(groups))
+                   tuple(tiles or ()), tuple(ints), tuple(dict.fromkeys(has)), tuple(groups),
+                   str(getattr(opts, "fp32_contract", "ieee")))
 
     def program(self) -> str:
         """The egglog commands that insert these facts."""
         lines = [f"(OptNumerics {_q(self.numerics)})", f"(OptOnline {int(self.online)})",
-                 f"(OptRemarks {int(self.remarks)})"]
+                 f"(OptRemarks {int(self.remarks)})", f"(OptFp32Contract {_q(self.fp32_contract)})"]
         lines += [f"(TileCand {int(t)})" for t in self.tiles]
         lines += [f"(GroupCand {int(g)})" for g in self.groups]
         lines += [f"(TargetInt {_q(k)} {int(v)})" for k, v in self.ints]
@@ -130,6 +135,7 @@ class Facts:
 
     def as_dict(self) -> dict[str, Any]:
         return {"numerics": self.numerics, "online": self.online, "remarks": self.remarks,
+                "fp32_contract": self.fp32_contract,
                 "tile_candidates": list(self.tiles), "group_candidates": list(self.groups),
                 "target_ints": dict(self.ints), "target_has": len(self.has)}
 
@@ -164,6 +170,6 @@ def remarks(egraph: EGraph) -> list[tuple[str, str]]:
     return sorted(set(out))
 
 
-__all__ = ["OptNumerics", "OptOnline", "OptRemarks", "TileCand", "GroupCand", "TargetInt", "TargetHas", "Remark",
+__all__ = ["OptNumerics", "OptOnline", "OptRemarks", "OptFp32Contract", "TileCand", "GroupCand", "TargetInt", "TargetHas", "Remark",
            "RELATIONS", "BASE_TILE_SIZES", "BASE_GROUP_SIZES", "tile_candidates", "group_candidates", "Facts",
            "declare", "insert", "remarks"]

@@ -762,6 +762,9 @@ class _Checker:
         lperm, rperm = lb + lf + lc, rb + rc + rf
         ld, rd = lhs.type.dtype, rhs.type.dtype
         tgt = self.p.target
+        if prec == "bf16x3":
+            raise self.surface("contract precision=bf16x3 has no ct.mma spelling here (compile with "
+                               "fp32_contract=ieee or tf32)", op)
         if prec == "tf32" and work == "f32" and ld == "f32" and rd == "f32":
             if not tgt.supports_contract("f32", "f32", "tf32"):
                 raise self.hardware(f"target {tgt.name}'s matrix unit has no tf32 form", op)

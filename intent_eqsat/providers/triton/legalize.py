@@ -40,7 +40,7 @@ MAX_EXPANSION_NUMEL = 1 << 15
 #: Triton's minimum K of tl.dot by operand bit width (triton/backends/*/compiler.py min_dot_size)
 _MIN_DOT_K = {"cuda": {8: 32, 16: 16, 32: 16}, "hip": {8: 1, 16: 1, 32: 1}}
 #: dot input precisions the Triton backend accepts (CUDAOptions / HIPOptions.allowed_dot_input_precisions)
-_DOT_PRECISIONS = {"cuda": ("ieee", "tf32"), "hip": ("ieee",)}
+_DOT_PRECISIONS = {"cuda": ("ieee", "tf32", "bf16x3"), "hip": ("ieee",)}
 #: operand dtype -> accumulator dtype tl.dot computes in
 _DOT_FORMS = {"f16": "f32", "bf16": "f32", "f32": "f32", "i8": "i32"}
 #: memory order -> Triton sem
@@ -558,12 +558,12 @@ class _Checker:
         lf = tuple(i for i in range(len(ls)) if i not in lc + lb)
         rf = tuple(i for i in range(len(rs)) if i not in rc + rb)
         backend = self.p.backend
-        if prec == "tf32" and work == "f32" and lhs.type.dtype == "f32":
+        if prec != "ieee" and work == "f32" and lhs.type.dtype == "f32":
             if prec not in _DOT_PRECISIONS[backend]:
-                raise self.surface(f"contract precision=tf32: Triton's {backend} backend has no tf32 dot input "
+                raise self.surface(f"contract precision={prec}: Triton's {backend} backend has no {prec} dot input "
                                    f"precision (allowed: {', '.join(_DOT_PRECISIONS[backend])})", op)
-            if not self.p.target.supports_contract("f32", "f32", "tf32"):
-                raise self.hardware(f"{self.p.target.name}'s matrix unit has no tf32 form", op)
+            if not self.p.target.supports_contract("f32", "f32", prec):
+                raise self.hardware(f"{self.p.target.name}'s matrix unit has no {prec} form", op)
         opd = lhs.type.dtype
         dot_ok = (opd == rhs.type.dtype and _DOT_FORMS.get(opd) == work and len(lc) == 1 and len(lb) <= 1
                   and len(lb) == len(rb) and len(lf) == 1 and len(rf) == 1)
@@ -576,6 +576,9 @@ class _Checker:
                 raise self.hardware(f"{self.p.target.name}'s matrix unit has no {opd} x {opd} -> {work} form", op)
             self.p.contracts[id(op)] = ContractPlan("dot", lb + lf + lc, rb + rc + rf, len(lb), work, opd)
             return
+        if prec == "bf16x3":
+            raise self.surface("contract precision=bf16x3 is spelled only by tl.dot (K >= 16, one paired axis), "
+                               f"not for {lhs.type} x {rhs.type}", op)
         bt = math.prod(ls[i] for i in lb)
         mt = math.prod(ls[i] for i in lf)
         kt = math.prod(ls[i] for i in lc)

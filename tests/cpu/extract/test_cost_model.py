@@ -265,3 +265,27 @@ def test_choose_costs_every_binding_when_the_lane_filters_exclude_all(monkeypatc
     monkeypatch.setattr(tiles, "used", lambda kernel: ["TILE_B0", "TILE_B1", "TILE_N"])
     ranked = tiles.choose(None, {"TILE_B0": (8,), "TILE_B1": (8,), "TILE_N": (8,)}, lambda b: 1.0, min_lanes=32)
     assert ranked == [(1.0, {"TILE_B0": 8, "TILE_B1": 8, "TILE_N": 8})]
+
+
+def _f32_gemm():
+    from tests.cpu.extract.programs import gemm_text
+    return ir.parse_module(gemm_text().replace("f16", "f32"), "gemm_f32.gir")
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32"])
+def test_an_f32_256_wide_tile_beyond_shared_memory_is_illegal_at_every_precision(precision):
+    """Issue 26 item 5: the operands of every tiled contract are staged through shared memory at their own dtype,
+    whether the matrix unit (tf32) or the FMA pipe (ieee) computes it: 3 stages of f32 [128, 64] x [64, 256]
+    tiles are 288 KiB > the H200's 227 KiB (such fp32 GEMM chains once failed at launch with OutOfResources);
+    the f16 tiles of the same shape (144 KiB) and f32 [64, 32] x [32, 256] tiles (120 KiB) fit."""
+    m = _f32_gemm()
+    if precision != "ieee":
+        text = ir.print_module(m).replace("rhs_contract = [0]}", f'precision = "{precision}", rhs_contract = [0]}}')
+        m = ir.parse_module(text, "gemm_f32.gir")
+    k = m.kernels[0]
+    big = estimate(k, SM90, dict(BIG, BM=128, BN=256, BK=64), params=m)
+    assert not big.legal and big.total == math.inf and "shared memory" in big.reason, big.reason
+    assert str(3 * (128 * 64 + 64 * 256) * 4) in big.reason
+    fits = estimate(k, SM90, dict(BIG, BM=64, BN=256, BK=32), params=m)
+    assert fits.legal and fits.smem_bytes == 3 * (64 * 32 + 32 * 256) * 4, fits.reason
+    assert tiled(SM90, 128, 256, 64).legal
