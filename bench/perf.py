@@ -66,6 +66,17 @@ SUITE_DIR = ROOT / "bench" / "suite"
 PROVIDERS = ("triton", "cutile")
 #: relative-L2 tolerance of the float64 check by output dtype (METHOD.md: bf16 operands 1e-3..1e-2)
 TOLERANCE = {"f64": 1e-10, "f32": 1e-4, "f16": 1e-2, "bf16": 1e-2}
+#: the f32 tolerance of a bench compiled with ``fp32_contract`` = tf32 / bf16x3 (METHOD.md: tf32 near 3e-4; the
+#: H200's tf32 dot measured 7.7e-4 at K = 161, torch's own TF32 matmul 8.8e-4 from the same exact result)
+FP32_CONTRACT_TOLERANCE = {"tf32": 2e-3, "bf16x3": 1e-4}
+
+
+def tolerance_of(bench: dict, dtype: str) -> float:
+    """The relative-L2 tolerance of a bench's output of ``dtype`` (its compile options may loosen f32)."""
+    prec = (bench.get("options") or {}).get("fp32_contract", "ieee")
+    if dtype == "f32" and prec in FP32_CONTRACT_TOLERANCE:
+        return FP32_CONTRACT_TOLERANCE[prec]
+    return TOLERANCE.get(dtype, 0.0)
 #: our output at the full shape against the anchor's: flagged when the relative L2 difference exceeds this
 #: multiple of the dtype tolerance
 FULL_SHAPE_SLACK = 5.0
@@ -206,8 +217,47 @@ SUITE: tuple[Bench, ...] = (
             compile_sizes=_ROWS[0].sizes)
       for name in ("softmax_f32", "softmax_bf16", "layernorm_f32", "layernorm_bf16", "rmsnorm_f32", "rmsnorm_bf16",
                    "row_sum_f32", "cumsum_f32")),
+    # issue 26 item 1: contractions in the layouts users write (transposed operands, nn.Linear weights, rank-3/4
+    # activations times a matrix, a matrix broadcast over a batch), against eager PyTorch and torch.compile of the
+    # same einsum; fp32 at ieee (TF32 off on both sides) and at tf32 (fp32_contract=tf32, TF32 on on both sides)
+    *(Bench(f"{name}{suffix}", (f"einsum@{prec}:" if prec != "ieee" else "einsum:") + eq, "contract",
+            (Case(label, sizes),), (check,), tiny, probe, compile_sizes=sizes, source=name if suffix else None,
+            options={"fp32_contract": prec} if prec != "ieee" else None)
+      for name, eq, label, sizes, check, tiny, probe, precs in (
+          ("gemm_nn_f32", "MK,KN->MN", "4096^3", _g(4096, 4096, 4096), _g(193, 227, 161), _g(7, 9, 5), {"M": 16},
+           ("ieee", "tf32")),
+          ("gemm_tn_f32", "KM,KN->MN", "4096^3", _g(4096, 4096, 4096), _g(193, 227, 161), _g(7, 9, 5), {"M": 16},
+           ("ieee", "tf32")),
+          ("linear_nt_bf16", "MK,NK->MN", "4096^3", _g(4096, 4096, 4096), _g(193, 227, 161), _g(7, 9, 5),
+           {"M": 16}, ("ieee",)),
+          ("gemm_tt_bf16", "KM,NK->MN", "4096^3", _g(4096, 4096, 4096), _g(193, 227, 161), _g(7, 9, 5), {"M": 16},
+           ("ieee",)),
+          ("matmul4d_f32", "BHSK,KN->BHSN", "4x8x1024x128 @ 128x512", {"B": 4, "H": 8, "S": 1024, "K": 128, "N": 512},
+           {"B": 2, "H": 3, "S": 67, "K": 45, "N": 83}, {"B": 1, "H": 2, "S": 5, "K": 6, "N": 7}, {"S": 16},
+           ("ieee", "tf32")),
+          ("bmm_bcast_bf16", "MK,BKN->BMN", "16x1024^3", {"B": 16, "M": 1024, "K": 1024, "N": 1024},
+           {"B": 3, "M": 67, "K": 45, "N": 83}, {"B": 2, "M": 5, "K": 6, "N": 7}, {"B": 2, "M": 16}, ("ieee",)),
+          ("bmm_tn_bf16", "BKM,BKN->BMN", "32x1024^3", {"B": 32, "M": 1024, "K": 1024, "N": 1024},
+           {"B": 3, "M": 67, "K": 45, "N": 83}, {"B": 2, "M": 5, "K": 6, "N": 7}, {"B": 2, "M": 16}, ("ieee",)))
+      for prec, suffix in ((p, "" if p == "ieee" else f"_{p}") for p in precs)),
+    # issue 26 item 7: an int8 GEMM with an int32 accumulator, against torch._int_mm (cuBLASLt int8)
+    Bench("gemm_i8", "int_mm", "contract", (Case("4096^3", _g(4096, 4096, 4096)),), (_g(193, 224, 160),),
+          _g(17, 16, 32), {"M": 32}, compile_sizes=_g(4096, 4096, 4096)),
+    Bench("linear3d_bf16", "linear", "contract", (Case("8x1024x4096 @ 4096x4096", {"B": 8, "S": 1024, "K": 4096,
+                                                                                    "N": 4096}),),
+          ({"B": 3, "S": 67, "K": 45, "N": 83},), {"B": 2, "S": 5, "K": 6, "N": 7}, {"S": 16},
+          compile_sizes={"B": 8, "S": 1024, "K": 4096, "N": 4096}),
 )
-CALIBRATED_FAMILIES = ("gemm", "attention", "memory")
+CALIBRATED_FAMILIES = ("gemm", "attention", "memory", "contract")
+
+
+def einsum_parts(op: str) -> tuple[str, str] | None:
+    """(equation, fp32 precision) of an ``einsum[@prec]:<equation>`` op (its letters are the KIR size symbols, its
+    operands the kernel's read views in ABI order), else None."""
+    if not op.startswith("einsum"):
+        return None
+    head, eq = op.split(":", 1)
+    return eq, (head.split("@", 1)[1] if "@" in head else "ieee")
 
 
 def _rulebooks_without(groups: tuple) -> list[str] | None:
@@ -240,6 +290,13 @@ def flops_for(op: str, sizes: dict, causal: bool) -> int | None:
     if op == "attention":
         f = 4 * sizes["Z"] * sizes["H"] * sizes["S"] * sizes["T"] * sizes["D"]
         return f // 2 if causal else f
+    if op == "linear":
+        return 2 * sizes["B"] * sizes["S"] * sizes["N"] * sizes["K"]
+    if op == "int_mm":
+        return 2 * sizes["M"] * sizes["N"] * sizes["K"]
+    parts = einsum_parts(op)
+    if parts:
+        return 2 * math.prod(sizes[c] for c in sorted(set(parts[0].replace(",", "").replace("->", ""))))
     return None
 
 
@@ -268,7 +325,19 @@ def _ref_rmsnorm(torch, ins, sc, causal):
 #: op -> f(torch, inputs (float64 tensors by KIR parameter name), scalars, causal) -> the output (float64).
 #: These are the float64 references of the check; ``tests/interp/test_perf_harness.py`` checks each against the
 #: KIR reference evaluator on the suite's own KIR text.
-REFERENCES = {
+class _References(dict):
+    """The reference table; an ``einsum[@prec]:<equation>`` op is torch.einsum of the read views in ABI order."""
+
+    def __missing__(self, op: str):
+        parts = einsum_parts(op)
+        if parts is None:
+            raise KeyError(op)
+        return lambda torch, i, s, c: torch.einsum(parts[0], *i.values())
+
+
+REFERENCES = _References({
+    "linear": lambda torch, i, s, c: torch.nn.functional.linear(i["X"], i["W"], i["bias"]),
+    "int_mm": lambda torch, i, s, c: i["A"] @ i["B"],
     "gemm": lambda torch, i, s, c: i["A"] @ i["B"],
     "gemm_bias_relu": lambda torch, i, s, c: torch.relu(i["A"] @ i["B"] + i["bias"]),
     "bmm": lambda torch, i, s, c: torch.bmm(i["A"], i["B"]),
@@ -278,7 +347,7 @@ REFERENCES = {
     "rmsnorm": _ref_rmsnorm,
     "row_sum": lambda torch, i, s, c: i["X"].sum(-1),
     "cumsum": lambda torch, i, s, c: torch.cumsum(i["X"], dim=-1),
-}
+})
 
 
 def _native_fn(torch, op: str, causal: bool):
@@ -302,6 +371,8 @@ def _native_fn(torch, op: str, causal: bool):
 
 def anchor_names(op: str, interpret: bool) -> list[str]:
     """The anchors of an op, in :func:`anchors` order (the first is the ratio's reference)."""
+    if op in ("linear", "int_mm") or einsum_parts(op):
+        return ["eager (interpret)"] if interpret else ["eager", "torch.compile"]
     return {"gemm": ["cuBLAS matmul"], "gemm_bias_relu": ["cuBLAS addmm+relu"], "bmm": ["cuBLAS bmm"],
             "attention": ["SDPA flash", "SDPA cuDNN"]}.get(
         op, ["eager (interpret)"] if interpret else ["torch.compile", "eager"])
@@ -326,6 +397,8 @@ def anchors(torch, op: str, causal: bool, interpret: bool) -> list[tuple[str, ob
                                                           scale=s["scale"])
             return f
         return [("SDPA flash", sdpa(SDPBackend.FLASH_ATTENTION)), ("SDPA cuDNN", sdpa(SDPBackend.CUDNN_ATTENTION))]
+    if op in ("linear", "int_mm") or einsum_parts(op):
+        return _contract_anchors(torch, op, interpret)
     fn = _native_fn(torch, op, causal)
     names = {"softmax": ("X",), "row_sum": ("X",), "cumsum": ("X",), "layernorm": ("X", "gamma", "beta"),
              "rmsnorm": ("X", "w")}[op]
@@ -336,6 +409,41 @@ def anchors(torch, op: str, causal: bool, interpret: bool) -> list[tuple[str, ob
         return [("eager (interpret)", call(fn))]
     compiled = torch.compile(fn, dynamic=False)
     return [("torch.compile", call(compiled)), ("eager", call(fn))]
+
+
+def _contract_anchors(torch, op: str, interpret: bool) -> list[tuple[str, object]]:
+    """Eager torch (the ratio's reference: what the user's PyTorch code runs) and torch.compile of the same call;
+    an fp32 einsum at tf32 runs both with TF32 matmuls allowed, at ieee with them off (torch's default)."""
+    parts = einsum_parts(op)
+    if parts:
+        eq, prec = parts
+
+        def fn(*xs):
+            return torch.einsum(eq, *xs)
+    elif op == "int_mm":
+        prec = "ieee"
+
+        def fn(A, B):                                  # cuBLASLt int8 GEMM (CPU: the int32 product)
+            return torch._int_mm(A, B) if A.is_cuda else A.to(torch.int32) @ B.to(torch.int32)
+    else:
+        prec = "ieee"
+
+        def fn(X, W, bias):
+            return torch.nn.functional.linear(X, W, bias)
+
+    def call(f):
+        def run(i, s):
+            flags = torch.backends.cuda.matmul
+            old = flags.allow_tf32
+            flags.allow_tf32 = prec == "tf32"
+            try:
+                return f(*i.values())
+            finally:
+                flags.allow_tf32 = old
+        return run
+    if interpret:
+        return [("eager (interpret)", call(fn))]
+    return [("eager", call(fn)), ("torch.compile", call(torch.compile(fn, dynamic=False)))]
 
 
 # ============================================================================================== prepare (here)
@@ -853,8 +961,9 @@ class Runner:
                 continue
             shape = shape_of(p["dims"], sizes)
             dt = _torch_dtype(torch, p["dtype"])
-            if p["access"] == "out":
-                out[p["name"]] = torch.full(shape, float("nan"), dtype=dt, device=self.dev)
+            if p["access"] == "out":                   # poisoned: NaN, or the most negative integer
+                poison = float("nan") if dt.is_floating_point else torch.iinfo(dt).min
+                out[p["name"]] = torch.full(shape, poison, dtype=dt, device=self.dev)
             else:
                 out[p["name"]] = torch.randn(shape, generator=g, dtype=torch.float32, device=self.dev).to(dt)
         return out
@@ -906,7 +1015,7 @@ class Runner:
         name = b["outputs"][0]
         out = ins[name]
         dt = next(p["dtype"] for p in b["params"] if p["name"] == name)
-        tol = TOLERANCE.get(dt, 0.0)
+        tol = tolerance_of(b, dt)
         if tuple(out.shape) != tuple(ref.shape):
             return {"status": "FAIL", "error": f"shape {tuple(out.shape)} vs reference {tuple(ref.shape)}"}
         rel = self.rel_l2(out, ref)
@@ -1124,14 +1233,16 @@ def worker(indir: Path, groups_path: Path, results_path: Path, args: dict) -> in
                         else:
                             prog = runner.programs[it["prog"]]
                             name = b["outputs"][0]
-                            ins[name].fill_(float("nan"))
+                            out_t = ins[name]
+                            out_t.fill_(float("nan") if out_t.dtype.is_floating_point else
+                                        runner.torch.iinfo(out_t.dtype).min)
                             res = runner.time_program(prog, case, ins)
                             if res.get("status") in ("ok", "slow") and anchor_out is not None:
                                 rel = runner.rel_l2(ins[name], anchor_out)
                                 dt = next(p["dtype"] for p in b["params"] if p["name"] == name)
                                 res["vs_anchor_rel_l2"] = rel
                                 res["vs_anchor_ok"] = bool(rel == rel and
-                                                           rel <= FULL_SHAPE_SLACK * TOLERANCE.get(dt, 0.0))
+                                                           rel <= FULL_SHAPE_SLACK * tolerance_of(b, dt))
                 except BaseException as err:                 # noqa: BLE001 - every failure is a result
                     res = {"status": "ERROR", "error": f"{type(err).__name__}: {str(err)[:1200]}",
                            "traceback": traceback.format_exc()[-3000:]}
@@ -1383,7 +1494,8 @@ def assemble(man: dict, groups: list[dict], results: dict, mode: str, env: dict)
                                      key=lambda m: m["predicted_s"], default={}).get("variant")}
         calib.append(rec)
     summary = {}
-    for fam, anchor_idx in (("gemm", 0), ("attention", 0), ("attention", 1), ("memory", 0)):
+    for fam, anchor_idx in (("gemm", 0), ("attention", 0), ("attention", 1), ("memory", 0), ("contract", 0),
+                            ("contract", 1)):
         for prov in PROVIDERS:
             sel = [r for r in rows if r["family"] == fam and r["provider"] == prov and r["variant"] == "pick"
                    and len(r["anchors"]) > anchor_idx and r["anchors"][anchor_idx]["ratio"] is not None]

@@ -304,16 +304,17 @@ def _operand_and_init_rules() -> list:
     nma, nmb = vars_("nma nmb", String)
     xa, xb = vars_("xa xb", Vals)
     region = var("region", Region)
-    for half in ("f16", "bf16"):
+    for half, wide in (("f16", "f32"), ("bf16", "f32"), ("i8", "i32")):
         opa = Val.op(nma, xa, la_, Ty.frag_axes(half, sha, axa))
         opb = Val.op(nmb, xb, lattrs, Ty.frag_axes(half, shb, axb))
-        lhs = Val.op("contract", P.vals(Val.op("cast", P.vals(opa), ca, Ty.frag_axes("f32", sha, axa)),
-                                       Val.op("cast", P.vals(opb), cb, Ty.frag_axes("f32", shb, axb)), accv), attrs, ty)
+        lhs = Val.op("contract", P.vals(Val.op("cast", P.vals(opa), ca, Ty.frag_axes(wide, sha, axa)),
+                                       Val.op("cast", P.vals(opb), cb, Ty.frag_axes(wide, shb, axb)), accv), attrs, ty)
         name = f"contraction.operand_cast_{half}"
+        why = "products are exact in f32" if wide == "f32" else \
+            "products are exact in i32 (|a*b| <= 2^14) and the matrix unit's i32 sum wraps like the IR's"
         R.append((name, rule(eq(y).to(lhs), name=name).then(
             union(y).with_(Val.op("contract", P.vals(opa, opb, accv), attrs, ty))),
-            f"contract(f32({half} a), f32({half} b), acc: f32) == contract(a, b, acc) ({half} products are exact "
-            f"in f32)"))
+            f"contract({wide}({half} a), {wide}({half} b), acc: {wide}) == contract(a, b, acc) ({half} {why})"))
     loop_tys = Tys.cons(ty, Tys.nil())
     loop = Val.res(Multi.op("for", P.vals(lb, ub, st, x0), attrs, loop_tys, Regions.cons(region, Regions.nil())), 0, ty)
     fused = Val.res(Multi.op("for", P.vals(lb, ub, st, y), attrs, loop_tys, Regions.cons(region, Regions.nil())), 0, ty)

@@ -874,20 +874,27 @@ def _progress_fn(progress: Any) -> Callable[[str], None]:
 
 
 def option_variants(options: Any) -> list[Any]:
-    """Every other setting of the compile options rules read as facts (``facts.RULE_OPTIONS``: numerics x
-    online_reduction x optimization_remarks, 7 besides ``options``), those one field away first. A rule gated on a
-    non-default option (``OptNumerics("relaxed_normalization")``, ``OptOnline(0)``, or two of them) fires under one
-    of them; the audit runs the groups of rules that never fired under each in turn, so such a rule is validated
-    where it applies instead of being reported as never fired (issue 25.9)."""
+    """Every other setting of the compile options rules read as facts (``facts.RULE_OPTIONS``): the combinations
+    of numerics x online_reduction x optimization_remarks (7 besides ``options``), those one field away first,
+    then each other value of an option no rule reads together with another (``facts.ALONE_OPTIONS``:
+    fp32_contract, 2 more) with the rest as given. A rule gated on a non-default option
+    (``OptNumerics("relaxed_normalization")``, ``OptOnline(0)``, ``OptFp32Contract("tf32")``, or two of the
+    first three) fires under one of them; the audit runs the groups of rules that never fired under each in
+    turn, so such a rule is validated where it applies instead of being reported as never fired (issue 25.9)."""
     from intent_eqsat.ir.core import FP32_CONTRACT, NUMERICS
 
     domains = {"numerics": NUMERICS, "fp32_contract": FP32_CONTRACT}
-    choices = [domains.get(name, (True, False)) for name in F.RULE_OPTIONS]
-    base = tuple(getattr(options, name) for name in F.RULE_OPTIONS)
+    joint = [name for name in F.RULE_OPTIONS if name not in F.ALONE_OPTIONS]
+    choices = [domains.get(name, (True, False)) for name in joint]
+    base = tuple(getattr(options, name) for name in joint)
     others = [combo for combo in itertools.product(*choices) if combo != base]
     # one field away first; among equals, numerics changed first (it gates the most rules)
     others.sort(key=lambda combo: (sum(a != b for a, b in zip(combo, base)), [a == b for a, b in zip(combo, base)]))
-    return [dataclasses.replace(options, **dict(zip(F.RULE_OPTIONS, combo))) for combo in others]
+    out = [dataclasses.replace(options, **dict(zip(joint, combo))) for combo in others]
+    for name in F.ALONE_OPTIONS:
+        out += [dataclasses.replace(options, **{name: v}) for v in domains.get(name, (True, False))
+                if v != getattr(options, name)]
+    return out
 
 
 def _tile_boundaries(target: Any, facts: F.Facts) -> list[int]:

@@ -55,6 +55,8 @@ _INT_FEATURES = ("warp_size", "sm_count", "smem_per_block", "registers_per_block
 
 #: the compile options rules read as facts (OptNumerics, OptOnline, OptRemarks)
 RULE_OPTIONS = ("numerics", "online_reduction", "optimization_remarks", "fp32_contract")
+#: rule options no rule reads together with another one (the audit varies them alone, ``audit.option_variants``)
+ALONE_OPTIONS = ("fp32_contract",)
 
 
 def tile_candidates(target: Any) -> tuple[int, ...]:
