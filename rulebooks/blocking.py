@@ -275,6 +275,11 @@ def _lt(x: Val, bound: Val, bit: int, tiles: list) -> Val:
 
 # -------------------------------------------------------------------------------------------- ownership
 
+#: the largest segment rank ownership blocking takes (KIR's index limit is far above; a rank-8 output is the
+#: largest a PyTorch user writes: 3-D convolutions' [N, C, D, H, W] outputs are rank 5, issue 26 item 2)
+MAX_RANK = 8
+
+
 def _ownership_rules():
     kname = var("kname", String)
     argtys, gargs = vars_("argtys gargs", Tys)
@@ -284,9 +289,9 @@ def _ownership_rules():
     pid = var("pid", Val)
     seq = var("seq", i64)
     lau = var("lau", LE)
-    es = list(vars_("e0 e1 e2 e3", LE))
+    es = list(vars_(" ".join(f"e{i}" for i in range(MAX_RANK)), LE))
     out = []
-    for rank in (1, 2, 3, 4):
+    for rank in range(1, MAX_RANK + 1):
         exts = es[:rank]
         group = Stmt.op(seq, "execution_group", _vals(pid), gattrs, Tys.nil(),
                         Regions.cons(Region.make(1, gargs, gstmts, gyields, gya), Regions.nil()))

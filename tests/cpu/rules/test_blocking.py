@@ -121,3 +121,32 @@ def test_a_suffix_loop_is_not_scanned():
     """Only prefix loops from 0 are rewritten: cumsum_reversed's suffix loop `for k in [j, N)` is not."""
     result = optimize(construct(_load("cumsum_reversed")), target="sm90")
     assert not _ops(result.program, "scan")
+
+
+HIGH_RANK = {
+    5: """kernel r5(X: f32[A, B, C, D, E], Y: out f32[A, B, C, D, E]) {
+  Y[a, b, c, d, e] = X[a, b, c, d, e] * 2.0 + 1.0
+}""",
+    6: """kernel r6(X: f32[A, B, C, D, E, G], Y: out f32[A, B, C, D, E, G]) {
+  Y[a, b, c, d, e, g] = X[a, b, c, d, e, g] - X[a, b, c, d, e, 0]
+}""",
+    8: """kernel r8(X: bf16[A, B, C, D, E, G, I, J], Y: out bf16[A, B, C, D, E, G, I, J]) {
+  Y[a, b, c, d, e, g, i, j] = cast<bf16>(cast<f32>(X[a, b, c, d, e, g, i, j]) * 0.5)
+}""",
+}
+
+
+@pytest.mark.parametrize("rank", sorted(HIGH_RANK))
+def test_outputs_of_rank_five_to_eight_are_blocked(rank):
+    """Issue 26 item 2: ownership blocking takes every output rank up to ``blocking.MAX_RANK`` (it stopped at 4:
+    a rank-5 output, a 3-D convolution's, ran one program per element)."""
+    from intent_eqsat.extract.cost import RooflineCost
+    from intent_eqsat.providers.targets import get_target
+    module = kir.parse(HIGH_RANK[rank], filename=f"<rank{rank}>")
+    sizes = {s: (512 if s in "EGJ" else 16) for s in "ABCDEGIJ"}       # a grid the model can launch
+    result = optimize(construct(module), target="sm90", cost=RooflineCost(get_target("sm90"), sizes))
+    extents = [str(e) for e in result.program.kernels[0].space.segments[0].extents]
+    assert len(extents) == rank and sum(e.startswith("ceil_div(") for e in extents) == 2, extents
+    assert result.report["rules_fired"].get(f"blocking.ownership_rank{rank}", 0) > 0
+    ir.verify(result.program)
+    assert_matches_reference(module, result.program, seeds=(5,), lo=1, hi=4)

@@ -38,6 +38,9 @@ WRITTEN = {
     "bmm_tt": """kernel bmm_tt(A: f16[Z, K, M], B: f16[Z, N, K], C: out f32[Z, M, N]) {
   C[z, m, n] = sum(k: cast<f32>(A[z, k, m]) * cast<f32>(B[z, n, k]))
 }""",
+    "rank5_times_matrix": """kernel r5mm(X: f32[A, B, C, S, K], W: f32[K, N], Y: out f32[A, B, C, S, N]) {
+  Y[a, b, c, s, n] = sum(k: X[a, b, c, s, k] * W[k, n])
+}""",
     "rank3_times_rank3_weight": """kernel r3w(X: f32[S, B, K], W: f32[B, N, K], Y: out f32[B, S, N]) {
   Y[b, s, n] = sum(k: X[s, b, k] * W[b, n, k])
 }""",
@@ -89,7 +92,7 @@ def test_suite_kernel_contracts_in_its_own_layout(name):
 @pytest.mark.parametrize("name", sorted(WRITTEN))
 def test_written_kernel_contracts(name):
     module = kir.parse(WRITTEN[name], filename=f"<{name}>")
-    program = api.optimize(module, sizes={s: 512 for s in "MNKZSB"})
+    program = api.optimize(module, sizes={s: 512 for s in "MNKZSBAC"})
     _check_contracted(module, program)
 
 
