@@ -1,23 +1,27 @@
 """Contraction (SPEC PASS-3.4, PASS-4): a sum of products over a tiled reduction loop becomes a matrix-unit
-contract over reduction tiles; a contract reads its f16/bf16 operands directly; an additive term joins the
-accumulator's initial value.
+contract over reduction tiles, whatever the layout its operands are stored in; a contract reads its f16/bf16/i8
+operands directly; an additive term joins the accumulator's initial value; under ``fp32_contract`` an f32 contract
+may round its operands.
 
 Reads: ``for`` loops whose ``reduce = add`` mark says they realize an ordinary KIR sum (construction sets it; the
 shared verifier checks the body really is ``add(carried, member)``), blocked by ownership (``blocking``) so the
 accumulator is a ``[T0, T1]`` fragment over axes ``b0, b1``; the member's operand loads and their coordinates;
-value types. The reduction tile ``TK`` is the symbolic parameter ``TILE_K``, bound after extraction from the
+value types; the facts ``OptFp32Contract`` and ``TargetHas("contract_precision:..")``. The reduction tile ``TK`` is the symbolic parameter ``TILE_K``, bound after extraction from the
 target's candidates in [16, 64] (a matrix unit needs K >= 16).
 
-Legality: ``blocking.contract_loop``: the member is ``mul(broadcast(a), broadcast(b))`` in the accumulator dtype
-(same-dtype add reduction of a float multiply), ``a`` a load over ``b0`` whose last coordinate is the loop's
-induction variable and ``b`` a load over ``b1`` whose second-to-last coordinate is it (``A[.., m, k]``,
-``B[.., k, n]``), each optionally converted by a ``cast`` to the accumulator dtype, their validity masks carrying a
-zero fill; the loop steps by one (every member is summed once). ``contraction.contract_loop_t_*``: the same with an
+Legality: ``contraction.contract_loop_c*``: the member is ``mul(broadcast(a), broadcast(b))`` (either order) in
+the accumulator dtype (same-dtype add reduction of a multiply), ``a`` a load over ``b0`` and ``b`` a load over
+``b1``, each optionally converted by a ``cast`` to the accumulator dtype, with a zero fill; every coordinate of
+each load is the loop's induction variable or reads no argument of the loop's region (``KLift``: computed on
+demand, ``KFree``), in any position and number (``A[k, m]``, ``B[n, k]``, leading batch coordinates on one side
+or both, a factor that does not read ``k``); the loop steps by one (every member is summed once). ``contraction.contract_loop_t_*``: the same with an
 accumulator over ``(b0, b2)`` (a score tile of ``online_tiles``: rows by keys) and ``b`` a load over ``b2`` whose
 *last* coordinate is the induction variable (``B[.., n, k]``: attention's ``K[j, d]``), up to two leading uniform
 coordinates on each operand. ``contraction.operand_cast``: both operands are
 f16 (or both bf16) widened to an f32 accumulator (their products are exact in f32, so the contract computes the
-same sums). ``contraction.bias_into_init`` (accumulator fusion): an ``add`` whose operand is the result of a
+same sums), or both i8 widened to i32 (products exact; the i32 sum wraps like the IR's). ``contraction.fp32_*``:
+the compile option ``fp32_contract`` is tf32 / bf16x3 (fact ``OptFp32Contract``) and the target's matrix unit
+takes it (``TargetHas("contract_precision:...")``); both operands are f32 loads. ``contraction.bias_into_init`` (accumulator fusion): an ``add`` whose operand is the result of a
 ``reduce = add`` loop started from zero, the other operand of the same type independent of the loop (loads,
 constants, broadcasts, casts of those), never across a cast (the add consumes the loop result itself).
 
@@ -25,10 +29,11 @@ Rewrites: ``for k in [lb, ub) step 1: acc + a(k) * b(k)`` -> ``for k0 in [lb, ub
 [T0, TK], B tile [TK, T1], acc)`` with the tiles loaded at ``k0 + range(TK)`` under ``k < ub`` (fill 0, so a tail
 member contributes 0 * 0 = 0); the transposed form loads ``B[.., n, k0:k0+TK]`` as a ``[TN, TK]`` tile (the reduction
 tile's axis is ``b3``) contracted along its axis 1; ``contract(cast(a16), cast(b16), acc)`` -> ``contract(a16, b16, acc)``;
-``add(for(.., init 0), y)`` -> ``for(.., init y)``.
+``add(for(.., init 0), y)`` -> ``for(.., init y)``; ``contract(a, b, acc)`` -> ``contract(a, b, acc) {precision}``.
 
 Preserves: the value of every sum up to reassociation of its members (PASS-4 "reassociate ordinary reduce",
-"mul-sum to contract", "contraction-add fusion"); effects, their order and the ABI; compile options.
+"mul-sum to contract", "contraction-add fusion"), and up to the operand rounding ``fp32_contract`` permits;
+effects, their order and the ABI; compile options.
 
 Invalidates: the reduction loop's trip count and step, fragment footprints (tiles of ``T0 x TK`` and ``TK x T1``
 operands), the FLOP mix (tensor-core contract instead of FMA), register/shared-memory estimates.
@@ -38,7 +43,9 @@ validity, the ``reduce`` loop form).
 """
 from __future__ import annotations
 
-from egglog import String, eq, i64, relation, rule, ruleset, union, var, vars_
+import itertools
+
+from egglog import String, eq, i64, ne, relation, rule, ruleset, union, var, vars_
 
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import patterns as P
@@ -48,7 +55,7 @@ GROUP = "contraction"
 ORDER = 30
 RULESET = ruleset(name=GROUP)
 SUPPORT = ruleset(name="contraction_support")
-ANALYSES = (P.ANALYSIS, P.DEPS, SUPPORT)
+ANALYSES = (SUPPORT,)
 
 INDEX = Ty.scalar("index")
 #: the reduction tile size parameter (bound by the optimizer after extraction, ``intent_eqsat.rules.tiles``)
@@ -127,6 +134,13 @@ KWant = relation("ContractKWant", Vals, Val, Val, i64, LE, i64)
 KLift = relation("ContractKLift", Vals, Val, Val, i64, LE, i64, Vals)
 #: the load's fill is zero (``0.0`` for floats, ``0`` for integers)
 ZeroFill = relation("ContractZeroFill", AMap)
+#: demand / fact: the value (the operands) reads no argument of the region at depth ``d`` (computed only for the
+#: coordinates of a member's loads: a whole-graph dependency analysis before every iteration cost every kernel
+#: ~10% of its compile time)
+KFreeWant = relation("ContractKFreeWant", Val, i64)
+KFreeWantVals = relation("ContractKFreeWantVals", Vals, i64)
+KFree = relation("ContractKFree", Val, i64)
+KFreeVals = relation("ContractKFreeVals", Vals, i64)
 
 #: per side: (the side's own axis, the K tile's position in the side's tile, the side's position in it)
 _SIDES = {0: ("b0", 1, 0), 1: ("b1", 0, 1)}
@@ -143,7 +157,7 @@ def _lift_rules() -> list:
     R = []
     iv, ub, x, x2, va, y = vars_("iv ub x x2 va y", Val)
     tl, out = vars_("tl out", Vals)
-    d, s, mk = vars_("d s mk", i64)
+    d, s = vars_("d s", i64)
     t = var("t", LE)
     m = var("m", AMap)
     R.append(("contraction.lift_fill_float", rule(eq(m).to(AMap.cons("fill", A.float_("0.0"), var("fr", AMap)))
@@ -153,7 +167,26 @@ def _lift_rules() -> list:
     R.append(("contraction.lift_fill_walk", rule(eq(m).to(AMap.cons(var("fk", String), var("fv", A), var("fr", AMap))),
                                                  ZeroFill(var("fr", AMap))).then(ZeroFill(m)), "fill further down"))
     R.append(("contraction.lift_walk", rule(KWant(Vals.cons(x, Vals.cons(x2, tl)), iv, ub, d, t, s)).then(
-        KWant(Vals.cons(x2, tl), iv, ub, d, t, s)), "demand the tail of the operand list"))
+        KWant(Vals.cons(x2, tl), iv, ub, d, t, s), KFreeWant(x, d)), "demand the tail of the operand list"))
+    nm = var("nm", String)
+    xs = var("xs", Vals)
+    d2, k2 = vars_("d2 k2", i64)
+    ty = var("ty", Ty)
+    R += [
+        ("contraction.free_want_op", rule(KFreeWant(Val.op(nm, xs, m, ty), d)).then(KFreeWantVals(xs, d)),
+         "an op is free of a region when its operands are"),
+        ("contraction.free_want_cons", rule(KFreeWantVals(Vals.cons(x, tl), d)).then(KFreeWant(x, d),
+                                                                                   KFreeWantVals(tl, d)),
+         "each operand"),
+        ("contraction.free_nil_vals", rule(KFreeWantVals(Vals.nil(), d)).then(KFreeVals(Vals.nil(), d)),
+         "no operands"),
+        ("contraction.free_cons_vals", rule(KFreeWantVals(Vals.cons(x, tl), d), KFree(x, d), KFreeVals(tl, d)).then(
+            KFreeVals(Vals.cons(x, tl), d)), "free operands"),
+        ("contraction.free_of_op", rule(KFreeWant(Val.op(nm, xs, m, ty), d), KFreeVals(xs, d)).then(
+            KFree(Val.op(nm, xs, m, ty), d)), "a pure op of free operands (loops are Val.res terms: never free)"),
+        ("contraction.free_of_arg", rule(KFreeWant(Val.arg(d2, k2, ty), d), ne(d2).to(d)).then(
+            KFree(Val.arg(d2, k2, ty), d)), "an argument of another region (an enclosing one)"),
+    ]
     for side, (axis, kpos, own) in _SIDES.items():
         ix = _side_tile_ty("index", t, side)
         i1 = _side_tile_ty("i1", t, side)
@@ -171,14 +204,14 @@ def _lift_rules() -> list:
             *want, eq(x).to(Val.op("broadcast", P.vals(iv), P.amap(dims=_ints([])), _frag("index", [t], [axis])))
         ).then(KLift(cell, iv, ub, d, t, side, Vals.cons(_bcast(kc, [kpos], ix), out))),
             "a coordinate that is the induction variable reads the K tile"))
-        free = [eq(mk).to(P.Dep(x)), eq(((mk >> P.IV_BITS) >> d) & i64(1)).to(i64(0))]
-        R.append((f"contraction.lift_free_{side}", rule(
-            *want, P.ValTy(x, _frag("index", [t], [axis])), *free
-        ).then(KLift(cell, iv, ub, d, t, side, Vals.cons(_bcast(x, [own], ix), out))),
-            "a coordinate free of the loop is the same for every member of the K tile"))
-        R.append((f"contraction.lift_uniform_{side}", rule(*want, P.ValTy(x, INDEX), *free).then(
-            KLift(cell, iv, ub, d, t, side, Vals.cons(_bcast(x, [], ix), out))),
-            "a uniform coordinate free of the loop"))
+        for form, (xt, dims) in itertools.product(("op", "arg"), ((_frag("index", [t], [axis]), [own]),
+                                                                   (INDEX, []))):
+            shape = Val.op(nm, xs, m, xt) if form == "op" else Val.arg(d2, k2, xt)
+            kind = "uniform_" if not dims else ""
+            R.append((f"contraction.lift_free_{kind}{form}_{side}", rule(*want, eq(x).to(shape), KFree(x, d)).then(
+                KLift(cell, iv, ub, d, t, side, Vals.cons(_bcast(x, dims, ix), out))),
+                f"a {'uniform ' if not dims else ''}coordinate free of the loop is the same for every member of "
+                f"the K tile"))
     return R
 
 
