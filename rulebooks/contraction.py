@@ -372,18 +372,30 @@ def _precision_rules() -> list:
     ma, mb = vars_("ma mb", AMap)
     sha, shb, shc = vars_("sha shb shc", LEs)
     axa, axb, axc = vars_("axa axb axc", Strs)
+    ca, cb = vars_("ca cb", AMap)
+    ta, tb = Ty.frag_axes("f32", sha, axa), Ty.frag_axes("f32", shb, axb)
+    tc = Ty.frag_axes("f32", shc, axc)
+
+    def operand(form: str, xs, m, c, sh, ax, t):
+        """An f32 tile: an f32 load, or an f16/bf16 load widened by a cast (exact in tf32 and in bf16x3's halves,
+        so the permission rounds only the f32 side of a mixed product)."""
+        if form == "load":
+            return Val.op("load", xs, m, t)
+        return Val.op("cast", P.vals(Val.op("load", xs, m, Ty.frag_axes(form, sh, ax))), c, t)
+    # both sides widened halves are operand_cast's (a half contract); one widened side is a mixed product
+    forms = [("load", "load"), ("load", "f16"), ("load", "bf16"), ("f16", "load"), ("bf16", "load")]
     for prec in ("tf32", "bf16x3"):
-        ta, tb = Ty.frag_axes("f32", sha, axa), Ty.frag_axes("f32", shb, axb)
-        tc = Ty.frag_axes("f32", shc, axc)
-        la, lb_ = Val.op("load", xa, ma, ta), Val.op("load", xb, mb, tb)
-        lhs = Val.op("contract", P.vals(la, lb_, accv), P.amap(lhs_contract=lc, rhs_contract=rc), tc)
-        rhs = Val.op("contract", P.vals(la, lb_, accv), P.amap(lhs_contract=lc, precision=A.str_(prec),
-                                                               rhs_contract=rc), tc)
-        name = f"contraction.fp32_{prec}"
-        R.append((name, rule(eq(y).to(lhs), F.OptFp32Contract(prec), F.TargetHas(f"contract_precision:{prec}"),
-                             name=name).then(union(y).with_(rhs)),
-                  f"under fp32_contract={prec}: contract(f32 a, f32 b, acc) == contract(a, b, acc) at {prec} "
-                  f"precision (the option's permission; the target's matrix unit takes {prec})"))
+        for fa, fb in forms:
+            la = operand(fa, xa, ma, ca, sha, axa, ta)
+            lb_ = operand(fb, xb, mb, cb, shb, axb, tb)
+            lhs = Val.op("contract", P.vals(la, lb_, accv), P.amap(lhs_contract=lc, rhs_contract=rc), tc)
+            rhs = Val.op("contract", P.vals(la, lb_, accv), P.amap(lhs_contract=lc, precision=A.str_(prec),
+                                                                   rhs_contract=rc), tc)
+            name = f"contraction.fp32_{prec}" + ("" if (fa, fb) == ("load", "load") else f"_{fa}_{fb}")
+            R.append((name, rule(eq(y).to(lhs), F.OptFp32Contract(prec), F.TargetHas(f"contract_precision:{prec}"),
+                                 name=name).then(union(y).with_(rhs)),
+                      f"under fp32_contract={prec}: contract({fa} a, {fb} b, acc: f32) == contract(a, b, acc) at "
+                      f"{prec} precision (the option's permission; the target's matrix unit takes {prec})"))
     return R
 
 

@@ -73,3 +73,20 @@ def test_cutile_declares_bf16x3_unsupported_early():
     with pytest.raises(Unsupported) as e:
         _compiled("bf16x3", provider="cutile")
     assert e.value.kind == "provider_surface" and "bf16x3" in str(e.value)
+
+
+MIXED = """kernel mixed(A: bf16[M, K], B: f32[N, K], C: out f32[M, N]) {
+  C[m, n] = sum(k: cast<f32>(A[m, k]) * B[n, k])
+}"""
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32"])
+def test_a_mixed_bf16_times_f32_contraction_takes_the_permitted_precision(precision):
+    """Issue 26 item 7: a widened bf16 operand times an f32 one contracts (exact f32 products at ieee); under tf32
+    the permission rounds only the f32 side (a bf16 value is exact in tf32)."""
+    module = kir.parse(MIXED, filename="<mixed>")
+    ck = api.compile(module, sizes=SIZES, options={"fp32_contract": precision})
+    assert _precisions(ck.program) == [precision]
+    assert f"input_precision={precision!r}" in ck.source
+    rtol, atol = tolerance("f32", ck.options)
+    assert_matches_reference(module, ck.program, seeds=(5,), lo=20, hi=40, min_rtol=rtol, min_atol=atol)
