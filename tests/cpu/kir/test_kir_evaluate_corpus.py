@@ -54,6 +54,14 @@ def test_gemm_bias_relu(rng):
     assert (C >= 0).all()
 
 
+def test_linear(rng):
+    X = rng.standard_normal((5, 9)).astype(np.float16)
+    W = rng.standard_normal((4, 9)).astype(np.float16)               # [out_features, in_features]
+    bias = rng.standard_normal(4).astype(np.float32)
+    Y = evaluate(load("linear"), "linear", {"X": X, "W": W, "bias": bias}, float64=True)["Y"]
+    close(Y, (X.astype(np.float64) @ W.astype(np.float64).T + bias).astype(np.float32))
+
+
 def test_batched_gemm(rng):
     A, B = rng.standard_normal((3, 5, 4)), rng.standard_normal((3, 4, 7))
     C = evaluate(load("batched_gemm"), "batched_gemm", {"A": A, "B": B}, float64=True)["C"]
