@@ -362,6 +362,10 @@ def _operand_and_init_rules() -> list:
 
 
 _LOOP_RULES = _contract_loop_rules()
+def _operand_text(form: str) -> str:
+    return "an f32 load" if form == "load" else f"an f32-widened {form} load"
+
+
 def _precision_rules() -> list:
     """Compile option ``fp32_contract`` (issue 26 item 3): an f32 x f32 contract of two loaded tiles may take the
     matrix unit at the permitted precision; the cost model chooses between it and the exact (ieee) form."""
@@ -394,7 +398,8 @@ def _precision_rules() -> list:
             name = f"contraction.fp32_{prec}" + ("" if (fa, fb) == ("load", "load") else f"_{fa}_{fb}")
             R.append((name, rule(eq(y).to(lhs), F.OptFp32Contract(prec), F.TargetHas(f"contract_precision:{prec}"),
                                  name=name).then(union(y).with_(rhs)),
-                      f"under fp32_contract={prec}: contract({fa} a, {fb} b, acc: f32) == contract(a, b, acc) at "
+                      f"under fp32_contract={prec}: contract({_operand_text(fa)} a, {_operand_text(fb)} b, acc: f32) "
+                      f"== contract(a, b, acc) at "
                       f"{prec} precision (the option's permission; the target's matrix unit takes {prec})"))
     return R
 
