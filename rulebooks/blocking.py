@@ -275,8 +275,8 @@ def _lt(x: Val, bound: Val, bit: int, tiles: list) -> Val:
 
 # -------------------------------------------------------------------------------------------- ownership
 
-#: the largest segment rank ownership blocking takes (KIR's index limit is far above; a rank-8 output is the
-#: largest a PyTorch user writes: 3-D convolutions' [N, C, D, H, W] outputs are rank 5, issue 26 item 2)
+#: the largest segment rank ownership blocking takes (one rule per rank; 3-D convolutions' [N, C, D, H, W]
+#: outputs are rank 5, issue 26 item 2); a higher-rank segment stays one program per element
 MAX_RANK = 8
 
 

@@ -160,12 +160,9 @@ def _lift_rules() -> list:
     d, s = vars_("d s", i64)
     t = var("t", LE)
     m = var("m", AMap)
-    R.append(("contraction.lift_fill_float", rule(eq(m).to(AMap.cons("fill", A.float_("0.0"), var("fr", AMap)))
-                                                  ).then(ZeroFill(m)), "fill = 0.0"))
-    R.append(("contraction.lift_fill_int", rule(eq(m).to(AMap.cons("fill", A.int_(0), var("fr", AMap)))
-                                                ).then(ZeroFill(m)), "fill = 0"))
-    R.append(("contraction.lift_fill_walk", rule(eq(m).to(AMap.cons(var("fk", String), var("fv", A), var("fr", AMap))),
-                                                 ZeroFill(var("fr", AMap))).then(ZeroFill(m)), "fill further down"))
+    R.append(("contraction.lift_fill_float", rule(CAttr(m, "fill", A.float_("0.0"))).then(ZeroFill(m)),
+              "fill = 0.0"))
+    R.append(("contraction.lift_fill_int", rule(CAttr(m, "fill", A.int_(0))).then(ZeroFill(m)), "fill = 0"))
     R.append(("contraction.lift_walk", rule(KWant(Vals.cons(x, Vals.cons(x2, tl)), iv, ub, d, t, s)).then(
         KWant(Vals.cons(x2, tl), iv, ub, d, t, s), KFreeWant(x, d)), "demand the tail of the operand list"))
     nm = var("nm", String)

@@ -989,7 +989,8 @@ class CostModel:
         # chains with 128x256x64 tiles once asked 262-352 KB and failed at launch, issue 26 item 5), at the
         # operands' own dtypes, ``pipeline_stages`` copies of an operand read from memory
         smem = 0.0
-        if min(m, n, k) >= self.cp.min_mma_extent:
+        tiled = min(m, n, k) >= self.cp.min_mma_extent
+        if tiled:
             smem = (lhs.elems * _mem_bytes(od) * self._copies(operands[lhs_i], left=True)
                     + rhs.elems * _mem_bytes(rhs.dtype or od) * self._copies(operands[rhs_i], left=False))
             if smem > t.smem_per_block:
@@ -997,7 +998,7 @@ class CostModel:
                     f"contract operands {lhs.type} x {rhs.type} need {int(smem)} bytes of shared memory "
                     f"({self.cp.pipeline_stages} stages for the operands read from memory) > smem_per_block "
                     f"{t.smem_per_block}")
-        if rate > 0 and min(m, n, k) >= self.cp.min_mma_extent:
+        if rate > 0 and tiled:
             return _work(tflops=flops, t_tensor=flops / rate), own_peak, elems, smem, None
         # no matrix-unit form: a legal FMA expansion (operands in registers, staged through shared memory when tiled)
         w = _work(alu64=flops) if ad == "f64" else _work(alu=flops)

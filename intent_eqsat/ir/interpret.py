@@ -282,13 +282,9 @@ def _tf32(x: np.ndarray) -> np.ndarray:
 def _bf16_split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(hi, lo): ``hi`` = x rounded to bf16 (nearest even), ``lo`` = (x - hi) rounded to bf16, both as float32
     (the operand split of ``precision = bf16x3``); NaN/inf kept in ``hi``, ``lo`` 0 there."""
-    def to_bf16(v: np.ndarray) -> np.ndarray:
-        v = np.ascontiguousarray(v, np.float32)
-        u = v.view(np.uint32)
-        lsb = (u >> np.uint32(16)) & np.uint32(1)
-        r = ((u + np.uint32(0x7FFF) + lsb) & np.uint32(0xFFFF0000)).view(np.float32)
-        return np.where(np.isfinite(v), r, v)
-    x = np.ascontiguousarray(x, np.float32)
+    def to_bf16(v: np.ndarray) -> np.ndarray:           # ml_dtypes rounds to nearest even
+        return np.asarray(v, np.float32).astype(_np("bf16")).astype(np.float32)
+    x = np.asarray(x, np.float32)
     hi = to_bf16(x)
     with np.errstate(invalid="ignore"):
         lo = np.where(np.isfinite(x), to_bf16(x - hi), np.float32(0.0)).astype(np.float32)

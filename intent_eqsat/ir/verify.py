@@ -1606,8 +1606,9 @@ def _structured_problem(op: Op) -> str | None:
         if {akind} != kinds:
             return f"{op.name} accumulator {at.dtype} must be a {next(iter(kinds))} type for " \
                    f"{lt.dtype} x {rt.dtype}"
-        if op.name == "contract" and op.attrs.get("precision", "ieee") not in ("ieee", "tf32", "bf16x3"):
-            return f"contract precision {op.attrs.get('precision')!r} is not ieee, tf32 or bf16x3"
+        precisions = SPECS["contract"].attrs["precision"].choices
+        if op.name == "contract" and op.attrs.get("precision", "ieee") not in precisions:
+            return f"contract precision {op.attrs.get('precision')!r} is not one of {', '.join(precisions)}"
         if op.attrs.get("precision", "ieee") != "ieee" and (lt.dtype != "f32" or rt.dtype != "f32"):
             return f"{op.attrs.get('precision')} precision applies to f32 operands only"
         return None

@@ -123,7 +123,7 @@ class Facts:
             groups = ()
         return cls(opts.numerics, bool(opts.online_reduction), bool(opts.optimization_remarks),
                    tuple(tiles or ()), tuple(ints), tuple(dict.fromkeys(has)), tuple(groups),
-                   str(getattr(opts, "fp32_contract", "ieee")))
+                   opts.fp32_contract)
 
     def program(self) -> str:
         """The egglog commands that insert these facts."""
