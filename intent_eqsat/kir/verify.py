@@ -415,27 +415,76 @@ def _close(x: tuple, y: tuple) -> np.ndarray:
     return ok
 
 
+def _member_literals(c: m.Combiner, module: m.KirModule) -> list[set | None]:
+    """Per component of ``c``'s type, the literal values its members take at every use, or ``None`` where some use
+    gives a computed value (or ``c`` has no use at all).
+
+    A member is what a use folds into the state: the body of a ``reduce``/``scan`` with ``combine=c``, the result of
+    a region's ``summarize`` block. ``reduce(n: (1.0, X[m, n], 0.0), combine=chan)`` (a count, a value, a zero
+    second moment) gives ``[{1.0}, None, {0.0}]``: every state the kernel can reach has a positive integer count
+    and a non-negative moment."""
+    arity = len(c.type) if isinstance(c.type, tuple) else 1
+    found: list[set | None] = [set() for _ in range(arity)]
+    uses = 0
+    for k in module.kernels:
+        for stmt in k.body:
+            for n in m.walk(stmt):
+                if isinstance(n, (m.Reduce, m.Scan)) and n.combine == c.name:
+                    member = n.body
+                elif isinstance(n, (m.RegionFold, m.RegionScan)) and n.combine == c.name:
+                    member = n.summarize.result
+                else:
+                    continue
+                uses += 1
+                parts = member.elems if isinstance(member, m.TupleExpr) else (member,)
+                for i in range(arity):
+                    part = parts[i] if len(parts) == arity else None
+                    if found[i] is not None and isinstance(part, m.Num):
+                        found[i].add(part.value)
+                    else:
+                        found[i] = None
+    return found if uses else [None] * arity
+
+
 def check_combiner_laws(c: m.Combiner, facts: ModuleFacts) -> None:
-    """Test the combiner's declared laws on a fixed sample (float64 evaluation)."""
+    """Test the combiner's declared laws in float64 on a fixed sample of states the kernels can reach.
+
+    A state is a fold of one to three members from the module's uses of ``c`` (:func:`_member_literals`: a
+    component every use gives as a literal keeps that literal, the others are small sampled values), so a
+    combiner that is associative only on its domain -- Chan's mean/variance merge divides by the combined count,
+    which a member never makes zero or negative -- is judged where it runs (issue 27 item 6); regrouping a
+    reduction's members only ever combines such states. Results are compared with a relative tolerance of 1e-9
+    (float64 rounding, not the kernel dtype's), NaN equal to NaN."""
     if not (c.associative or c.commutative):
         return
     from intent_eqsat.kir.evaluate import _KernelEval
 
     comps = c.type if isinstance(c.type, tuple) else (c.type,)
+    literals = _member_literals(c, facts.module)
     rng = np.random.default_rng(0)
     n = 96
 
-    def sample() -> tuple:
-        return tuple(_samples(t, rng, n) for t in comps)
+    def leaves() -> tuple:
+        return tuple(_samples(t, rng, n) if lit is None else
+                     rng.choice(np.array(sorted(lit), dtype=np.float64 if dt.is_float(t) else dt.NUMPY[t]), n)
+                     for t, lit in zip(comps, literals))
 
     ev = _KernelEval(_empty_kernel_facts(), facts, True)
 
     def comb(a: tuple, b: tuple) -> tuple:
         wrap = (lambda v: v) if isinstance(c.type, tuple) else (lambda v: v[0])
         r = ev.combine(c.name, wrap(a), wrap(b), c.type)
-        return r if isinstance(r, tuple) else (r,)
+        r = r if isinstance(r, tuple) else (r,)
+        return tuple(np.broadcast_to(np.asarray(v), (n,)) for v in r)
 
-    x, y, z = sample(), sample(), sample()
+    def state() -> tuple:
+        one = leaves()
+        two = comb(one, leaves())
+        three = comb(two, leaves())
+        pick = rng.integers(0, 3, n)
+        return tuple(np.where(pick == 0, a, np.where(pick == 1, b, d)) for a, b, d in zip(one, two, three))
+
+    x, y, z = state(), state(), state()
     ident = ev.identity(c.name, c.type)
     ident = ident if isinstance(ident, tuple) else (ident,)
 
