@@ -56,7 +56,7 @@ from egglog import String, eq, i64, ne, relation, rewrite, rule, ruleset, union,
 from intent_eqsat.rules import patterns as P
 from intent_eqsat.rules.encode import float_text
 from intent_eqsat.rules.registry import rule as named
-from intent_eqsat.rules.sorts import A, AMap, LE, LEs, Strs, Ty, Val, Vals
+from intent_eqsat.rules.sorts import A, AMap, LE, LEs, Multi, Region, Regions, Stmts, Strs, Ty, Val, Vals
 from rulebooks import blocking as B
 from rulebooks.blocking import Elementwise
 
@@ -281,6 +281,111 @@ def _block_rules() -> list:
     return out
 
 
+#: the fill of the member tile's lanes past the loop's end in an arg-reduction: a value no member is strictly
+#: better than (lanes past the end come after every valid lane, so a tie never picks them)
+_ARG_FILL = {"max": float("-inf"), "min": float("inf")}
+
+
+def _arg_block_rules() -> list:
+    """An arg-reduction loop (KIR ``argmax``/``argmin``, built by ``construct.lower.arg_reduce_g``) takes a tile of
+    ``TR`` members per iteration (SPEC IR-8 arg-reduce: ties to the lowest index, the first NaN wins).
+
+    The loop carries ``(best, idx)`` from ``idx = -1`` (no member yet) and folds member ``k`` with
+    ``take = idx == -1 or v > best or (v != v and best == best)`` (``<`` for argmin; integers have no NaN term),
+    ``(best, idx) = take ? (v, k - lb) : (best, idx)``. That fold is a left-biased maximum of a strict total
+    preorder (NaN above every number, ties keep the earlier member), so it is associative: folding a tile's members
+    one by one from a carry equals combining the carry, by the same ``take``, with the tile's own first extreme --
+    ``argreduce(kind, tie=lowest, nan=propagate)`` over ``x(k0 + range(TR))``, at index ``k0 - lb + lane``. Lanes
+    past ``ub`` read nothing and hold ``-inf`` (``+inf``): never strictly better, and after every valid lane, so
+    never picked (lane 0 is valid whenever the loop runs). Legality: the member lifts over the tile without the
+    carried values (``reduction.lift_*`` has no rule for the loop's own carried arguments), the step is 1; the
+    initial values need no check (the first member is always taken, and an empty range yields them unchanged in
+    both forms). Scalar ownership only (a program per output); the value result is rewritten too."""
+    lb, ub, st, b0, i0, v, m1 = vars_("lb ub st b0 i0 v m1", Val)
+    am1 = var("am1", AMap)
+    attrs, rya, sattrs, af, ag, an, ae, aa, ao1, ao2, asub, acast, as1, as2 = vars_(
+        "attrs rya sattrs af ag an ae aa ao1 ao2 asub acast as1 as2", AMap)
+    d = var("d", i64)
+    lv = var("lv", Val)
+    tl = _tiles()
+    tiles = B._les(*tl)
+    i1, i64t = Ty.scalar("i1"), Ty.scalar("i64")
+    iv = Val.arg(d, 0, INDEX)
+    out = []
+    for kind, pred in (("max", "gt"), ("min", "lt")):
+        for dt in _FLOATS + ("i8", "i16", "i32", "i64", "u8", "u32"):
+            is_float = dt in _FLOATS
+            vt = Ty.scalar(dt)
+            best, idx = Val.arg(d, 1, vt), Val.arg(d, 2, i64t)
+
+            def better_of(x: Val) -> Val:
+                gt = Val.op("cmp", P.vals(x, best), ag, i1)
+                if not is_float:
+                    return gt
+                nan = Val.op("and", P.vals(Val.op("cmp", P.vals(x, x), an, i1),
+                                           Val.op("cmp", P.vals(best, best), ae, i1)), aa, i1)
+                return Val.op("or", P.vals(gt, nan), ao1, i1)
+
+            first = Val.op("cmp", P.vals(idx, m1), af, i1)
+
+            def yields(x: Val, member: Val) -> Vals:
+                take = Val.op("or", P.vals(first, better_of(x)), ao2, i1)
+                return P.vals(Val.op("select", P.vals(take, x, best), as1, vt),
+                              Val.op("select", P.vals(take, member, idx), as2, i64t))
+
+            offset = Val.op("cast", P.vals(Val.op("sub", P.vals(iv, lb), asub, INDEX)), acast, i64t)
+
+            def loop(step: Val, ys: Vals) -> Multi:
+                return Multi.op("for", P.vals(lb, ub, step, b0, i0), attrs, P.tys(vt, i64t),
+                                Regions.cons(Region.make(d, P.tys(INDEX, vt, i64t), Stmts.nil(), ys, rya),
+                                             Regions.nil()))
+
+            old = loop(st, yields(v, offset))
+            kc_ty = B._frag("index", B2, tl)
+            kc = Val.op("add", P.vals(Val.op("broadcast", P.vals(iv), P.amap(dims=B._ints([])), kc_ty),
+                                      Val.op("range", Vals.nil(), AMap.nil(), kc_ty)), AMap.nil(), kc_ty)
+            kt = Val.op("cmp", P.vals(kc, Val.op("broadcast", P.vals(ub), P.amap(dims=B._ints([])), kc_ty)),
+                        P.amap(pred=A.str_("lt")), B._frag("i1", B2, tl))
+            ctx = B.LiftCtx.red(d, kc, kt, tiles)
+            tile_ty = B.frag_ty(dt, B2, tiles)
+            fill = _ARG_FILL[kind] if is_float else None
+            fill_a = A.float_(float_text(fill)) if is_float else A.int_(_int_extreme(dt, kind))
+            fill_tile = Val.op("broadcast", P.vals(Val.op("const", Vals.nil(), P.amap(value=fill_a), vt)),
+                               P.amap(dims=B._ints([])), tile_ty)
+            tile = Val.op("select", P.vals(B.tail(B2, ctx), lv, fill_tile), AMap.nil(), tile_ty)
+            arg = Multi.op("argreduce", P.vals(tile),
+                           P.amap(axis=A.int_(0), kind=A.str_(kind), nan=A.str_("propagate"), tie=A.str_("lowest")),
+                           P.tys(vt, i64t), Regions.nil())
+            tv, ti = Val.res(arg, 0, vt), Val.res(arg, 1, i64t)
+            new = loop(Val.op("launch", Vals.nil(), P.amap(expr=A.le(LE.sym(TILE_R))), INDEX),
+                       yields(tv, Val.op("add", P.vals(offset, ti), AMap.nil(), i64t)))
+            facts = [eq(var("r1", Val)).to(Val.res(old, 1, i64t)), eq(st).to(P.const(sattrs, INDEX)),
+                     P.HasAttr(sattrs, "value", A.int_(1)), P.HasAttr(ag, "pred", A.str_(pred)),
+                     P.HasAttr(af, "pred", A.str_("eq")), eq(m1).to(P.const(am1, i64t)),
+                     P.HasAttr(am1, "value", A.int_(-1))]
+            if is_float:
+                facts += [P.HasAttr(an, "pred", A.str_("ne")), P.HasAttr(ae, "pred", A.str_("eq"))]
+            tag = f"{kind}_{dt}"
+            out.append(named(f"reduction.demand_arg{tag}", rule(*facts, name=f"reduction.demand_arg{tag}").then(
+                B.lift(v, ctx)), f"lift the member of an arg{kind} loop over a tile of its members"))
+            name = f"reduction.block_arg{tag}"
+            out.append(named(name, rule(*facts, eq(lv).to(B.lift(v, ctx)), eq(B.MaskOf(lv)).to(i64(B2)),
+                                        name=name).then(
+                union(Val.res(old, 0, vt)).with_(Val.res(new, 0, vt)),
+                union(Val.res(old, 1, i64t)).with_(Val.res(new, 1, i64t))),
+                f"for k step 1: first arg{kind} fold of (x(k), k - lb) == for k0 step TR: the same fold of "
+                f"argreduce_{kind}(x(k0 + range(TR)) where valid else {'-inf' if kind == 'max' else '+inf'}) at "
+                f"k0 - lb + lane (a left-biased extreme of a total preorder is associative)"))
+    return out
+
+
+def _int_extreme(dt: str, kind: str) -> int:
+    import numpy as np
+    info = np.iinfo({"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
+                     "u32": np.uint32}[dt])
+    return int(info.min if kind == "max" else info.max)
+
+
 def _narrow_rules() -> list:
     out = []
     lb, ub, st, x0, xm, y, s = vars_("lb ub st x0 xm y s", Val)
@@ -404,7 +509,7 @@ ANALYSES = ANALYSES + (NESTED,)
 
 
 def rules() -> list:
-    return _narrow_rules() + _hoist_rules() + _block_rules() + _key_demand_rules()
+    return _narrow_rules() + _hoist_rules() + _block_rules() + _arg_block_rules() + _key_demand_rules()
 
 
 for _r in rules():
