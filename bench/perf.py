@@ -217,6 +217,16 @@ SUITE: tuple[Bench, ...] = (
             compile_sizes=_ROWS[0].sizes)
       for name in ("softmax_f32", "softmax_bf16", "layernorm_f32", "layernorm_bf16", "rmsnorm_f32", "rmsnorm_bf16",
                    "row_sum_f32", "cumsum_f32")),
+    # issue 27 item 1: arg-reductions over the last axis and over a middle axis, against eager torch.argmax/argmin
+    # (the ratio's reference) and torch.compile of the same call
+    *(Bench(name, op, "memory", cases, checks, tiny, probe, compile_sizes=cases[0].sizes)
+      for name, op, cases, checks, tiny, probe in (
+          ("argmax_rows_f32", "argmax_rows", _ROWS + (Case("4096x50257", {"M": 4096, "N": 50257}),
+                                                       Case("64x50257", {"M": 64, "N": 50257})),
+           _ROW_CHECKS, _ROW_TINY, {"M": 16}),
+          ("argmin_rows_bf16", "argmin_rows", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16}),
+          ("argmax_mid_f32", "argmax_mid", (Case("32x2048x2048", {"B": 32, "K": 2048, "N": 2048}),),
+           ({"B": 3, "K": 300, "N": 67},), {"B": 2, "K": 37, "N": 5}, {"B": 2}))),
     # issue 26 item 1: contractions in the layouts users write (transposed operands, nn.Linear weights, rank-3/4
     # activations times a matrix, a matrix broadcast over a batch), against eager PyTorch and torch.compile of the
     # same einsum; fp32 at ieee (TF32 off on both sides) and at tf32 (fp32_contract=tf32, TF32 on on both sides)
@@ -347,6 +357,9 @@ REFERENCES = _References({
     "rmsnorm": _ref_rmsnorm,
     "row_sum": lambda torch, i, s, c: i["X"].sum(-1),
     "cumsum": lambda torch, i, s, c: torch.cumsum(i["X"], dim=-1),
+    "argmax_rows": lambda torch, i, s, c: i["X"].argmax(-1),
+    "argmin_rows": lambda torch, i, s, c: i["X"].argmin(-1),
+    "argmax_mid": lambda torch, i, s, c: i["X"].argmax(1),
 })
 
 
@@ -366,12 +379,22 @@ def _native_fn(torch, op: str, causal: bool):
         return lambda X: X.sum(-1)
     if op == "cumsum":
         return lambda X: torch.cumsum(X, dim=-1)
+    if op == "argmax_rows":
+        return lambda X: X.argmax(-1)
+    if op == "argmin_rows":
+        return lambda X: X.argmin(-1)
+    if op == "argmax_mid":
+        return lambda X: X.argmax(1)
     raise KeyError(op)
+
+
+#: ops whose ratio's reference is eager PyTorch (issue 27's target), torch.compile reported beside it
+EAGER_FIRST = ("argmax_rows", "argmin_rows", "argmax_mid")
 
 
 def anchor_names(op: str, interpret: bool) -> list[str]:
     """The anchors of an op, in :func:`anchors` order (the first is the ratio's reference)."""
-    if op in ("linear", "int_mm") or einsum_parts(op):
+    if op in ("linear", "int_mm") or einsum_parts(op) or op in EAGER_FIRST:
         return ["eager (interpret)"] if interpret else ["eager", "torch.compile"]
     return {"gemm": ["cuBLAS matmul"], "gemm_bias_relu": ["cuBLAS addmm+relu"], "bmm": ["cuBLAS bmm"],
             "attention": ["SDPA flash", "SDPA cuDNN"]}.get(
@@ -401,13 +424,15 @@ def anchors(torch, op: str, causal: bool, interpret: bool) -> list[tuple[str, ob
         return _contract_anchors(torch, op, interpret)
     fn = _native_fn(torch, op, causal)
     names = {"softmax": ("X",), "row_sum": ("X",), "cumsum": ("X",), "layernorm": ("X", "gamma", "beta"),
-             "rmsnorm": ("X", "w")}[op]
+             "rmsnorm": ("X", "w"), "argmax_rows": ("X",), "argmin_rows": ("X",), "argmax_mid": ("X",)}[op]
 
     def call(f):
         return lambda i, s: f(*[i[n] for n in names], *s.values())
     if interpret:                     # no inductor compile on the CPU test machine: eager stands in
         return [("eager (interpret)", call(fn))]
     compiled = torch.compile(fn, dynamic=False)
+    if op in EAGER_FIRST:
+        return [("eager", call(fn)), ("torch.compile", call(compiled))]
     return [("torch.compile", call(compiled)), ("eager", call(fn))]
 
 
