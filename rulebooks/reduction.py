@@ -24,6 +24,12 @@ that reads a loop of its own iteration has none, so that loop is left as it is) 
 variable; the carried value ranges over one ownership axis (``b0`` or ``b1``: ``BLOCKED_CARRIES``); the element
 type is a float with an identity for the combiner (add 0, mul 1, max -inf, min +inf).
 
+``reduction.block_arg{max,min}_<dtype>``: a two-carry ``(best, idx)`` loop in exactly the arg-reduction form the
+constructor builds (``idx == -1`` marks no member yet; ``take = first or v > best or (v NaN and best not NaN)``,
+no NaN term for integers) at scalar ownership, step 1, whose member lifts over the tile (so it reads neither
+carried value): the fold is a left-biased extreme of a strict total preorder, hence associative (see
+``_arg_block_rules``).
+
 ``reduction.demand_key_tile`` (for ``online_tiles``): a ``reduce = add`` loop over ``(b0, b1)`` whose member is
 ``broadcast(exp(s - m)) * broadcast(w1)`` (a normalized summary's moment with a per-row score and a per-column
 weight) gets its score and weight lifted over a key tile (the parameter ``TILE_N``, axis ``b2``); in key-tile
@@ -35,8 +41,9 @@ Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcas
 ``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))`` (and ``select(broadcast(c), broadcast(a), splat(s))`` ->
 ``broadcast(select(c, a, splat(s)))``, the masked score); ``for k in [lb, ub) step 1 {reduce = c}: c(acc, x(k))`` ->
 ``for k0 in [lb, ub) step TR {reduce = c}: c(acc, reduce(select(k0 + range(TR) < ub, x(k0 + range(TR)), identity), axis b2, c))``;
-``TR`` is the symbolic parameter ``TILE_R``, bound after extraction from the ownership candidates
-(``intent_eqsat.rules.tiles``).
+an arg-reduction loop -> ``for k0 step TR``: the same fold of ``argreduce(x(k0 + range(TR)) where valid else
+-inf/+inf)`` at index ``k0 - lb + lane``. ``TR`` is the symbolic parameter ``TILE_R``, bound after extraction
+from the ownership candidates (``intent_eqsat.rules.tiles``).
 
 Preserves: the value of every reduction up to regrouping of its members (an ordinary reduction); members past
 ``ub`` contribute the identity and load nothing (their validity is false); element-wise values (ops commute with
