@@ -19,15 +19,20 @@ from typing import Sequence
 OVERLAP_CHECK_SOURCE = '''\
 def _span(t):
     """The [first, end) byte range a tensor's elements occupy; None when it has none (or no memory: meta)."""
-    if t.numel() == 0 or t.device.type == "meta":
+    count = t.numel()
+    if count == 0 or t.is_meta:
         return None
-    reach = sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 1)
     first = t.data_ptr()
+    if t.is_contiguous():       # the common case, without a walk over the strides (host time per launch)
+        return first, first + count * t.element_size()
+    reach = sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 1)
     return first, first + (reach + 1) * t.element_size()
 
 
 def _overlaps_itself(t):
     """True when two members of the tensor share an element (a stride-0 or otherwise overlapping layout)."""
+    if t.is_contiguous():
+        return False
     reach = 0
     for s, n in sorted((s, n) for n, s in zip(t.shape, t.stride()) if n > 1):
         if s <= reach:
@@ -87,7 +92,12 @@ def _subscript_flags_of(device):
 
 def _raise_subscript_errors(kernel, flags, checks):
     """After a launch: raise SubscriptOutOfRange when the flag word has a bit of a checked access set (and clear
-    it, so the next launch starts from zero)."""
+    it, so the next launch starts from zero). While a CUDA graph is being captured the read (a synchronization)
+    is not allowed: the bit stays set and the next launch outside a capture raises (the check is deferred)."""
+    if flags.is_cuda:
+        import torch
+        if torch.cuda.is_current_stream_capturing():
+            return
     code = int(flags.item())
     if code:
         flags.zero_()

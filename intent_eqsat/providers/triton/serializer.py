@@ -20,6 +20,7 @@ hold; scalars are 0-d tensors, so no implicit promotion ever applies); the linea
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import keyword
 import math
@@ -140,7 +141,8 @@ def _ident(name: str) -> str:
 
 def float_literal(value: Any, dtype: str) -> str:
     """A Python literal of ``value`` rounded to ``dtype`` (so Triton's conversion is exact, no double rounding);
-    infinities and NaN use the module's constexpr globals."""
+    infinities and NaN are written ``float("inf")`` in place: Triton folds the call to a constant, and a module global
+    constexpr would be re-printed by torch.compile's Inductor as ``tl.constexpr(inf)``, a NameError (issue 24)."""
     v = float(value)
     if dtype == "f16":
         v = float(np.float16(v))
@@ -149,9 +151,9 @@ def float_literal(value: Any, dtype: str) -> str:
     elif dtype == "f32":
         v = float(np.float32(v))
     if math.isnan(v):
-        return "_NAN"
+        return 'float("nan")'
     if math.isinf(v):
-        return "_INF" if v > 0 else "_NEG_INF"
+        return 'float("inf")' if v > 0 else 'float("-inf")'
     return repr(v)
 
 
@@ -246,7 +248,7 @@ def _pow(x, y):
         bodd = bint & (tl.floor(b * 0.5) * 2.0 != b)
         neg = a < 0
         r = tl.where(neg & bodd, -mag, mag)
-        r = tl.where(neg & (bint == 0), _NAN, r)
+        r = tl.where(neg & (bint == 0), float("nan"), r)
         r = tl.where((b == 0) | (a == 1), 1.0, r)
         z = r.to(x.dtype)
     else:
@@ -273,7 +275,7 @@ def _tf32(x):
     u = x.to(tl.uint32, bitcast=True)
     lsb = (u >> 13) & 1
     r = ((u + 0xFFF + lsb) & 0xFFFFE000).to(tl.float32, bitcast=True)
-    return tl.where((x == x) & (tl.abs(x) != _INF), r, x)
+    return tl.where((x == x) & (tl.abs(x) != float("inf")), r, x)
 ''',
 }
 for _n in _LIBDEVICE:
@@ -593,9 +595,6 @@ class _Printer:
         out.append("from triton.language.extra import libdevice")
         out.append("")
         out.append("_INTERPRET = tl.constexpr(bool(triton.knobs.runtime.interpret))")
-        out.append('_INF = tl.constexpr(float("inf"))')
-        out.append('_NEG_INF = tl.constexpr(float("-inf"))')
-        out.append('_NAN = tl.constexpr(float("nan"))')
         out.append("")
         out.append("")
         out.extend(LAUNCH_ERROR_SOURCE)
@@ -619,6 +618,10 @@ class _Printer:
         out.append("")
         out.append("")
         out.extend(self.launcher(specialized))
+        out.append("")
+        out.append("")
+        digest = hashlib.sha256("\n".join(out).encode("utf-8")).hexdigest()[:16]
+        out.extend(self.torch_op_source(digest))
         out.append("")
         out.append("")
         if any(pr.checks for pr in (self, *specialized)):
@@ -698,6 +701,55 @@ class _Printer:
         return lines
 
     # -- launcher --------------------------------------------------------------------------------------------
+    def torch_op_source(self, digest: str) -> list[str]:
+        """Module lines registering ``launch()`` as a ``torch.library`` custom op at import (issue 24 item 1):
+        under ``torch.compile`` launch() calls the op, so Dynamo records one opaque call whose schema marks the
+        written views as mutated and whose fake implementation does nothing, instead of tracing the launcher's
+        host checks (any mode, CUDA graphs included). ``digest`` names the op after the module's content."""
+        public = self._public()
+        letters = (f"a{j}" for j in itertools.count())
+        parts, mutated, args = [], [], []
+        for a in public:
+            i = self.arg_ident["abi:" + a.name]
+            args.append(i)
+            if not a.is_view:
+                dt = a.value.type.dtype
+                parts.append(f"{'float' if dtypes.is_float(dt) else 'bool' if dt == 'i1' else 'int'} {i}")
+            elif a.access in ("write", "readwrite"):
+                parts.append(f"Tensor({next(letters)}!) {i}")
+                mutated.append(i)
+            else:
+                parts.append(f"Tensor {i}")
+        schema = "(" + ", ".join(parts + ["int? num_warps", "int? num_stages"]) + ") -> ()"
+        sig = ", ".join(args + ["num_warps", "num_stages"])
+        name = re.sub(r"[^A-Za-z0-9_]", "_", self.k.name)
+        return [
+            f"_TORCH_OP_NAME = 'intent_eqsat::{name}_{digest}'",
+            "",
+            "",
+            f"def _torch_op_impl({sig}):",
+            f"    {self.launch_name}({', '.join(args)}, num_warps=num_warps, num_stages=num_stages)",
+            "",
+            "",
+            "def _register_torch_op():",
+            '    """launch() as a torch.library custom op (None without torch). A second import of this source',
+            '    (the interpreter\'s and the compiler\'s modules) finds the op registered and uses it."""',
+            "    try:",
+            "        import torch",
+            "    except ImportError:",
+            "        return None",
+            "    ns, op_name = _TORCH_OP_NAME.split('::')",
+            "    if hasattr(getattr(torch.ops, ns), op_name):",
+            "        return getattr(getattr(torch.ops, ns), op_name).default",
+            f"    op = torch.library.custom_op(_TORCH_OP_NAME, _torch_op_impl, mutates_args={tuple(mutated)!r},",
+            f"                                 schema={schema!r})",
+            "    op.register_fake(lambda *args: None)",
+            "    return op",
+            "",
+            "",
+            "_TORCH_OP = _register_torch_op()",
+        ]
+
     def _public(self) -> list[AbiArg]:
         return [a for a in self.k.abi if not a.private or (not a.is_view and a.producer is None)]
 
@@ -724,6 +776,12 @@ class _Printer:
             if specialized:
                 L.append('    the KIR specialization whose values the shapes give (SPEC IR-2), if there is one."""')
         L.append("    import torch")
+        if self.spec is None:
+            L.append("    if _TORCH_OP is not None and torch.compiler.is_compiling():  # recorded as the custom op")
+            L.append("        if params:")
+            L.append("            raise TypeError('launch(): params cannot be chosen under torch.compile (it runs as "
+                     "the custom op ' + _TORCH_OP_NAME + ')')")
+            L.append(f"        return _TORCH_OP({', '.join(params_in + ['num_warps', 'num_stages'])})")
         L.append(f"    _P = dict({ns}PARAMS)")
         L.append("    if params:")
         L.append("        _P.update(params)")
