@@ -4,18 +4,25 @@
 >>> import intent_eqsat
 >>> ck = intent_eqsat.compile("examples/corpus/gemm.kir", target="sm90", provider="triton")  # doctest: +SKIP
 >>> print(ck.source)            # the generated Triton module                               # doctest: +SKIP
->>> ck(A=a, B=b, C=c)           # launch on torch tensors (writes C; returns {"C": c})      # doctest: +SKIP
+>>> c = ck(a, b)                # like a torch function: allocates and returns the out view C   # doctest: +SKIP
+>>> ck(a, b, c)                 # or writes a C you pass                                       # doctest: +SKIP
 """
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from intent_eqsat import ir, kir, pipeline
+from intent_eqsat import calling, compile_cache, ir, kir, pipeline
 from intent_eqsat.ir.core import CompileOptions
+
+_LOG = logging.getLogger("intent_eqsat.api")
 
 
 @dataclass(eq=False)
@@ -43,7 +50,15 @@ class CompiledKernel:
     #: kernel name -> its KIR specializations (SPEC IR-2, ``compile(specialize=...)``), each with its own program;
     #: the kernel's source holds them and its ``launch()`` dispatches on the symbol values
     specializations: dict = field(default_factory=dict)
+    #: the KIR source text compiled (what the cache key and a pickle hold)
+    kir_text: str | None = None
+    #: the optimizer's own account of the search, as text (kept when the optimizer's result object is not: a
+    #: kernel restored from the cache or a pickle)
+    optimizer_explain: str | None = None
     _optimizer_result: Any = field(default=None, repr=False)
+    #: per kernel: the imported generated module and its call plan (process-local: not pickled, not cached)
+    _modules: dict = field(default_factory=dict, repr=False)
+    _plans: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------------------------------------ views
     @property
@@ -87,11 +102,17 @@ class CompiledKernel:
             return "\n".join(lines) + "\n"
         own = getattr(self._optimizer_result, "explain", None)
         chosen = pipeline.cost_total(self.cost)
+        facts = (self.report.get("kernels") or {}).get(self.kernel_name) or {}
         if chosen is None:
             lines.append("no cost explanation: the optimizer returned no cost for the chosen program.")
         else:
-            lines.append(f"chosen program: predicted cost {_num(chosen)}")
-            runner = self.candidates[0] if self.candidates else None
+            lines.append(f"chosen program: predicted {_seconds(chosen)} per launch on {self.target} "
+                         f"({_sizes_text(self.report.get('sizes'))})")
+            bound = _binding_text(facts.get("binding"), facts.get("resources"))
+            if bound:
+                lines.append(f"bound: {bound}")
+            mine_k = [c for c in self.candidates if getattr(c, "kernel", None) in (None, self.kernel_name)]
+            runner = mine_k[0] if mine_k else None
             runner_cost = getattr(runner, "cost", runner) if runner is not None else None
             runner_total = pipeline.cost_total(runner_cost)
             if runner is None:
@@ -101,16 +122,20 @@ class CompiledKernel:
             else:
                 delta = runner_total - chosen
                 rel = f" ({delta / chosen:+.1%})" if chosen not in (0.0,) and abs(chosen) != float("inf") else ""
-                lines.append(f"runner-up: predicted cost {_num(runner_total)}, {_num(delta)} more{rel}")
+                lines.append(f"runner-up: predicted {_seconds(runner_total)}, {_seconds(delta)} more{rel}")
                 params = getattr(runner, "params", None)
                 if params:
                     lines.append(f"runner-up parameters: {dict(params)}")
             mine = pipeline.cost_breakdown(self.cost)
-            theirs = pipeline.cost_breakdown(runner_cost) if runner is not None else {}
+            theirs = {}
+            if runner is not None:
+                theirs = pipeline.cost_breakdown(runner_cost) or dict(getattr(runner, "breakdown", None) or {})
             terms = list(mine) + [t for t in theirs if t not in mine]
             if terms:
                 w = max(len("term"), *(len(t) for t in terms))
                 lines.append("")
+                lines.append("the cost model's terms of the bound programs (t_*: seconds; bytes; flops; counts)"
+                             + ("" if theirs else "; the runner-up's were not kept (another program structure)"))
                 lines.append(f"{'term':<{w}}  {'chosen':>14}  {'runner-up':>14}  {'delta':>14}")
                 for t in terms:
                     a, b = mine.get(t), theirs.get(t)
@@ -118,73 +143,83 @@ class CompiledKernel:
                     lines.append(f"{t:<{w}}  {_num(a):>14}  {_num(b):>14}  {_num(d):>14}")
             else:
                 lines.append("no cost breakdown: the cost model gave a total only.")
-        if callable(own):
+        own_text = str(own()) if callable(own) else self.optimizer_explain
+        if own_text:
             lines.append("")
-            lines.append(str(own()).rstrip("\n"))
+            lines.append(own_text.rstrip("\n"))
         lines.extend(f"remark: {r}" for r in self.remarks)
         return "\n".join(lines) + "\n"
 
     # ------------------------------------------------------------------------------------------------ launch
     def load(self, kernel: str | None = None, out_dir: "str | os.PathLike[str] | None" = None) -> ModuleType:
-        """Write the generated module (content-addressed, atomically) and import it (see providers.loader)."""
+        """Write the generated module (content-addressed, atomically) and import it (see providers.loader); the
+        module of the default folder is kept, so later calls do not hash or read the source again."""
         from intent_eqsat.providers import loader
 
         name = kernel or self.kernel_name
-        return loader.load_source(self.sources[name], out_dir or generated_dir(), name)
+        if out_dir is not None:
+            return loader.load_source(self.sources[name], out_dir, name)
+        mod = self._modules.get(name)
+        if mod is None:
+            mod = self._modules[name] = loader.load_source(self.sources[name], generated_dir(), name)
+        return mod
+
+    def __post_init__(self) -> None:
+        if "torch" in sys.modules and self.kir is not None:
+            known = {k.name for k in self.kir.kernels}
+            for name in self.sources:        # register the custom ops now: torch.compile cannot while tracing
+                if name in known:
+                    self.plan(name)
+
+    def plan(self, kernel: str | None = None) -> calling.CallPlan:
+        """How one kernel of the module is called (:class:`~intent_eqsat.calling.CallPlan`), made once."""
+        name = kernel or self.kernel_name
+        plan = self._plans.get(name)
+        if plan is None:
+            if self.kir is None:
+                raise TypeError(f"kernel {name}: the KIR module is not known, so its parameters are not")
+            plan = self._plans[name] = calling.CallPlan(self.kir.kernel(name), self.program.kernel(name),
+                                                        self.sources[name], self.provider,
+                                                        lambda: self.load(name))
+        return plan
 
     def launch(self, kernel: str | None = None, /, **tensors: Any) -> dict[str, Any]:
-        """Launch one kernel of the module on torch tensors (views) and numbers (scalars), by parameter name.
-
-        Returns the written views (``out``/``inout``) by name; they are updated in place."""
+        """Launch one kernel of the module on torch tensors (views) and numbers (scalars), by parameter name;
+        every view must be passed. Returns the written views (``out``/``inout``) by name; they are updated in
+        place."""
         name = kernel or self.kernel_name
-        mod = self.load(name)
-        launch = getattr(mod, "launch", None)
-        if not callable(launch):
-            raise TypeError(f"the generated {self.provider} module for {name} has no launch()")
-        args = _launch_args(launch, tensors, self.program.kernel(name))
-        launch(**args)
-        k = self.program.kernel(name)
-        return {a.name: tensors[a.name] for a in k.abi
-                if a.is_view and not a.private and a.access in ("write", "readwrite") and a.name in tensors}
+        plan = self.plan(name)
+        values, control = plan.bind((), tensors)
+        missing = [s.name for s, v in zip(plan.slots, values) if v is None]
+        if missing:
+            raise TypeError(f"kernel {name} takes {', '.join(s.name for s in plan.slots)}; missing "
+                            f"{', '.join(missing)}")
+        plan.run(values, control)
+        return {s.name: tensors[s.name] for s in plan.written}
 
-    def __call__(self, **tensors: Any) -> dict[str, Any]:
-        return self.launch(None, **tensors)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run :attr:`kernel_name` like a torch function: arguments in the KIR parameter order and/or by name
+        (plus launch control: ``params``, ``num_warps``, ``num_stages``); an ``out`` view not given is allocated
+        (``torch.empty`` on the device of the views given, sized by their shape symbols). Returns the written views
+        in parameter order: one tensor, or a tuple. Under ``torch.compile`` the kernel runs as the custom op
+        :attr:`op` (any mode, CUDA graphs included)."""
+        plan = self._plans.get(self.kernel_name) or self.plan()
+        return plan(args, kwargs)
+
+    @property
+    def op(self) -> Any:
+        """:attr:`kernel_name` as a ``torch.library`` custom op: ``op(*values)`` in KIR parameter order writes the
+        ``out``/``inout`` views in place (a fake implementation lets torch.compile trace it without running it)."""
+        return self.plan().op
+
+    def __reduce__(self) -> tuple:
+        """Pickled as plain data (:func:`intent_eqsat.compile_cache.plain`): no e-graph, no imported module."""
+        return (compile_cache.restore, (compile_cache.plain(self),))
 
     def __repr__(self) -> str:
         cost = pipeline.cost_total(self.cost)
         return (f"CompiledKernel({self.kernel_name!r}, provider={self.provider!r}, target={self.target!r}, "
                 f"cost={cost!r}, kernels={self.kernels!r})")
-
-
-_LAUNCH_CONTROL = ("params", "num_warps", "num_stages")
-
-
-def _launch_args(launch: Any, tensors: Mapping[str, Any], kernel: ir.Kernel) -> dict[str, Any]:
-    """Map the user's parameter names onto the launcher's (the serializer renames reserved names with ``_``)."""
-    import inspect
-
-    sig = inspect.signature(launch)
-    names = [p.name for p in sig.parameters.values()
-             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY) and p.name not in _LAUNCH_CONTROL]
-    public = [a.name for a in kernel.abi if not a.private or (not a.is_view and a.producer is None)]
-    out: dict[str, Any] = {}
-    used: set[str] = set()
-    for ident, abi_name in zip(names, public):
-        for key in (abi_name, ident):
-            if key in tensors:
-                out[ident] = tensors[key]
-                used.add(key)
-                break
-    missing = [abi for ident, abi in zip(names, public) if ident not in out]
-    extra = [k for k in tensors if k not in used and k not in _LAUNCH_CONTROL]
-    if missing or extra:
-        raise TypeError(f"kernel {kernel.name} takes {', '.join(public)}"
-                        + (f"; missing {', '.join(missing)}" if missing else "")
-                        + (f"; unexpected {', '.join(extra)}" if extra else ""))
-    for key in _LAUNCH_CONTROL:
-        if key in tensors:
-            out[key] = tensors[key]
-    return out
 
 
 def generated_dir() -> str:
@@ -195,6 +230,38 @@ def generated_dir() -> str:
         return env
     uid = os.getuid() if hasattr(os, "getuid") else "user"
     return os.path.join(tempfile.gettempdir(), f"intent-eqsat-{uid}", "generated")
+
+
+def _seconds(x: float) -> str:
+    """A modelled time with its unit (us below 1 ms, ms below 1 s, else s)."""
+    if x != x or abs(x) == float("inf"):
+        return f"{x} s"
+    if abs(x) < 1e-3:
+        return f"{x * 1e6:.4g} us"
+    if abs(x) < 1.0:
+        return f"{x * 1e3:.4g} ms"
+    return f"{x:.4g} s"
+
+
+def _sizes_text(sizes: Any) -> str:
+    """The problem the cost model assumed: the sizes given to compile(), the rest at the model's default."""
+    from intent_eqsat.extract.cost import DEFAULT_PARAMS
+
+    default = getattr(DEFAULT_PARAMS, "default_size", 1024)
+    given = ", ".join(f"{k}={v}" for k, v in sorted((sizes or {}).items()))
+    if not given:
+        return f"every size symbol at the model's default {default}: pass sizes= for your problem"
+    return f"sizes {given}; any other symbol {default}"
+
+
+def _binding_text(binding: Any, resources: Any) -> str:
+    parts = [f"{k}={v}" for k, v in sorted((binding or {}).items())]
+    res = resources or {}
+    if res.get("threads"):
+        parts.append(f"{res['threads']} threads")
+    if res.get("stages"):
+        parts.append(f"{res['stages']} stages")
+    return ", ".join(parts)
 
 
 def _num(x: float | None) -> str:
@@ -220,7 +287,9 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
             options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
             kernel: str | None = None, filename: str | None = None, optimize: bool = True,
             sizes: Mapping[str, int] | None = None, calibration: Any = None,
-            specialize: "Mapping[str, Any] | str | None" = None, budget: Any = None) -> CompiledKernel:
+            specialize: "Mapping[str, Any] | str | None" = None, budget: Any = None,
+            cache: "bool | str | os.PathLike[str] | None" = None,
+            on_stage: "Callable[[str], None] | None" = None) -> CompiledKernel:
     """Compile ``.kir`` text, a ``.kir`` path or a KIR module for ``target`` with ``provider``.
 
     Stages: load, KIR verify, construct, optimize (the e-graph optimizer when available; ``optimize=False``
@@ -236,23 +305,65 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     in deterministic units (group iterations, e-graph rows, matches), so the same call gives the same program on
     any machine under any load; ``report["budget"]`` records it. Its ``safety_seconds`` is the wall-clock safety net
     (a :class:`~intent_eqsat.errors.SearchTimeout` when crossed). Errors are the layers' own typed errors (all
-    :class:`~intent_eqsat.errors.IntentError`), carrying ``.stage`` and ``.kir_location``."""
-    res = pipeline.run(source, target=target, provider=provider, options=options, rulebooks=rulebooks,
+    :class:`~intent_eqsat.errors.IntentError`), carrying ``.stage`` and ``.kir_location``.
+
+    ``cache``: the on-disk compile cache (:mod:`intent_eqsat.compile_cache`): None uses
+    ``$INTENT_EQSAT_CACHE_DIR`` or ``~/.cache/intent-eqsat`` unless ``$INTENT_EQSAT_CACHE=off``; a path names the
+    folder (``intent-eqsat batch --cache-dir`` shares it); False compiles without it. A hit returns the stored
+    kernel (``report["cached"]`` is True) without running the pipeline. ``on_stage(name)`` is called as each stage
+    starts (the CLI's progress line); the ``intent_eqsat`` logger says the same at INFO, with each stage's time."""
+    target = pipeline.check_target(target)
+    t0 = time.perf_counter()
+    try:
+        module = pipeline.load(source, filename=filename)
+        text = _source_text(source, module)
+    except Exception as err:
+        pipeline.annotate(err, "load", None, filename)
+        raise
+    load_s = time.perf_counter() - t0
+    root = compile_cache.cache_dir(cache)
+    key = None
+    if root is not None:
+        key = compile_cache.key_of(text, target=target, provider=provider, options=options,
+                                   rulebooks=rulebooks, optimize=optimize, sizes=sizes, calibration=calibration,
+                                   specialize=specialize, budget=budget)
+        hit = compile_cache.lookup(root, key) if key is not None else None
+        _LOG.info("%s: compile cache %s (%s)", module.filename or "<string>",
+                  "hit" if hit is not None else "miss" if key is not None else "not keyable", root)
+        if hit is not None:
+            ck = compile_cache.restore(hit, kir_text=text, filename=module.filename, kernel=kernel,
+                                       provider=provider, target=target, options=options)
+            ck.kernel_name = _select_kernel(ck.kir or module, kernel)
+            ck.report["cached"] = True
+            return ck
+    res = pipeline.run(module, target=target, provider=provider, options=options, rulebooks=rulebooks,
                        filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration,
-                       specialize=specialize, budget=budget)
+                       specialize=specialize, budget=budget, on_stage=on_stage)
     opt = res.optimized
     report = dict(opt.report)
     if "phases" in report:
         report["optimize_phases"] = report.pop("phases")
-    report["phases"] = dict(res.timings)
+    report["phases"] = dict(res.timings, load=load_s)
     report["optimizer_available"] = opt.available
     report["optimizer_status"] = opt.status
-    return CompiledKernel(program=res.program, sources=res.sources, kernel_name=_select_kernel(res.kir, kernel),
-                          provider=provider, target=res.target, options=res.options, cost=opt.cost,
-                          candidates=list(opt.candidates), remarks=list(opt.remarks), report=report, kir=res.kir,
-                          constructed=res.constructed, optimizer_available=opt.available,
-                          optimizer_status=opt.status, specializations=dict(res.specializations),
-                          _optimizer_result=opt.raw)
+    ck = CompiledKernel(program=res.program, sources=res.sources, kernel_name=_select_kernel(res.kir, kernel),
+                        provider=provider, target=res.target, options=res.options, cost=opt.cost,
+                        candidates=list(opt.candidates), remarks=list(opt.remarks), report=report, kir=res.kir,
+                        constructed=res.constructed, optimizer_available=opt.available,
+                        optimizer_status=opt.status, specializations=dict(res.specializations),
+                        kir_text=text, _optimizer_result=opt.raw)
+    if key is not None:
+        compile_cache.store(root, key, compile_cache.plain(ck))
+    return ck
+
+
+def _source_text(source: Any, module: kir.KirModule) -> str:
+    """The KIR text compiled: the file's or the string's, else the module printed (a builder's module)."""
+    if isinstance(source, kir.KirModule):
+        return kir.print_kir(module)
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and pipeline._looks_like_path(source)):
+        return pipeline.read_source(Path(source))
+    return source
 
 
 def optimize(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90",

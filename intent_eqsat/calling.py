@@ -1,0 +1,244 @@
+"""Calling a compiled kernel like a torch function (issue 24 items 1 and 2).
+
+A :class:`CallPlan` is made once per kernel of a :class:`~intent_eqsat.api.CompiledKernel`: it knows the KIR
+parameter order, which parameters are written, how to size an ``out`` view that the caller did not pass (its dims
+are products of shape symbols, bound by the views that were passed), and the generated launcher's argument names.
+A call then costs a walk over the parameters and the launcher's own checks: no hashing, no file reads, no
+``inspect`` (the ~135 us per call the issue measured came from re-loading the module on every call).
+
+Under ``torch.compile`` the call goes through a ``torch.library`` custom op (one per generated source,
+``intent_eqsat::<kernel>_<sha256[:12]>``) whose schema marks the written views as mutated and whose fake
+implementation does nothing (a kernel writes its outputs in place and returns nothing): Dynamo records the op
+instead of tracing the launcher, so the kernel composes with the rest of a compiled graph in any mode, CUDA graphs
+included (the launcher does no host synchronization except for checked data-dependent subscripts, whose read is
+deferred while a graph is captured: ``providers.launch_checks``).
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from intent_eqsat import ir, kir
+
+#: launcher keywords that are not kernel parameters (launch control), passed through by name
+LAUNCH_CONTROL = ("params", "num_warps", "num_stages")
+
+_TORCH_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+                 "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "bfloat16",
+                 "f32": "float32", "f64": "float64"}
+
+#: custom ops registered in this process, by qualified name (a second CompiledKernel of the same source reuses it)
+_OPS: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One KIR parameter as the call sees it."""
+
+    name: str                                   # the KIR name (what callers write)
+    access: str                                 # "in" | "out" | "inout" | "scalar"
+    dtype: str
+    dims: tuple[tuple[str | int, ...], ...] | None
+
+
+def launcher_names(launch: Callable[..., Any], kernel: ir.Kernel) -> dict[str, str]:
+    """Public ABI name -> the launcher's parameter name (the serializer renames reserved names with ``_``)."""
+    sig = inspect.signature(launch)
+    idents = [p.name for p in sig.parameters.values()
+              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY) and p.name not in LAUNCH_CONTROL]
+    public = [a.name for a in kernel.abi if not a.private or (not a.is_view and a.producer is None)]
+    return dict(zip(public, idents))
+
+
+class CallPlan:
+    """How to call one kernel: bind positional/keyword arguments in KIR order, allocate missing ``out`` views,
+    launch, return the written views (one tensor, or a tuple in parameter order).
+
+    Making a plan does no I/O: the generated module is imported (``load``) at the first launch, which never
+    happens while Dynamo traces (it records :attr:`op` instead). A plan made while torch is imported registers
+    its op at once, so that tracing finds it registered (registering inside a trace is not allowed)."""
+
+    def __init__(self, kir_kernel: kir.Kernel, ir_kernel: ir.Kernel, source: str, provider: str,
+                 load: Callable[[], Any]):
+        self.kernel = kir_kernel.name
+        self.provider = provider
+        self._ir_kernel = ir_kernel
+        self._load = load
+        self._launch: Callable[..., Any] | None = None
+        self._idents: tuple[str, ...] = ()
+        self._positional = False
+        self.slots = tuple(_Slot(p.name, p.access if p.is_view else "scalar", p.dtype, p.dims)
+                           for p in kir_kernel.params)
+        self.written = tuple(s for s in self.slots if s.access in ("out", "inout"))
+        self._index = {s.name: i for i, s in enumerate(self.slots)}
+        self._written_at = tuple(self._index[s.name] for s in self.written)
+        self.qualname = f"intent_eqsat::{_op_ident(self.kernel)}_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+        self._op: Any = _OPS.get(self.qualname)
+        if self._op is None and "torch" in sys.modules:
+            self._op = self._register()
+
+    @property
+    def launch(self) -> Callable[..., Any]:
+        """The generated module's ``launch`` (imported on first use)."""
+        if self._launch is None:
+            launch = getattr(self._load(), "launch", None)
+            if not callable(launch):
+                raise TypeError(f"the generated {self.provider} module for {self.kernel} has no launch()")
+            names = launcher_names(launch, self._ir_kernel)
+            missing = [s.name for s in self.slots if s.name not in names]
+            if missing:
+                raise TypeError(f"kernel {self.kernel}: the generated {self.provider} launcher takes no "
+                                f"{', '.join(missing)}")
+            self._idents = tuple(names[s.name] for s in self.slots)
+            order = [p.name for p in inspect.signature(launch).parameters.values()
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY) and p.name not in LAUNCH_CONTROL]
+            self._positional = list(self._idents) == order      # values can go by position (host time)
+            self._launch = launch
+        return self._launch
+
+    # ------------------------------------------------------------------------------------------------ binding
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The values in parameter order (None where an ``out`` view was not given) and the launch control."""
+        if len(args) > len(self.slots):
+            raise TypeError(f"kernel {self.kernel} takes {len(self.slots)} arguments "
+                            f"({', '.join(s.name for s in self.slots)}), got {len(args)}")
+        values: list[Any] = list(args) + [None] * (len(self.slots) - len(args))
+        control = {}
+        for key, v in kwargs.items():
+            i = self._index.get(key)
+            if i is None:
+                if key in LAUNCH_CONTROL:
+                    control[key] = v
+                    continue
+                raise TypeError(f"kernel {self.kernel} has no parameter {key!r} "
+                                f"(takes {', '.join(s.name for s in self.slots)})")
+            if i < len(args):
+                raise TypeError(f"kernel {self.kernel}: {key} given by position and by name")
+            values[i] = v
+        for s, v in zip(self.slots, values):
+            if v is None and s.access != "out":
+                kind = {"scalar": "scalar argument", "in": "input view", "inout": "inout view"}[s.access]
+                raise TypeError(f"kernel {self.kernel}: missing {kind} {s.name}")
+        return values, control
+
+    def allocate(self, values: list[Any]) -> None:
+        """Fill the ``out`` slots left None with fresh tensors (``torch.empty``, on the device of the first view
+        given), sized by the shape symbols the given views bind."""
+        import torch
+
+        symbols: dict[str, int] = {}
+        device = None
+        for s, v in zip(self.slots, values):
+            if v is None or s.dims is None:
+                continue
+            if device is None and isinstance(v, torch.Tensor):
+                device = v.device
+            if isinstance(v, torch.Tensor) and v.dim() == len(s.dims):
+                for dim, n in zip(s.dims, v.shape):
+                    if len(dim) == 1 and isinstance(dim[0], str) and dim[0] not in symbols:
+                        symbols[dim[0]] = n
+        for i, (s, v) in enumerate(zip(self.slots, values)):
+            if v is not None:
+                continue
+            if device is None:
+                raise TypeError(f"kernel {self.kernel}: cannot allocate {s.name}: no view was passed to take the "
+                                f"device from; pass {s.name}")
+            shape = []
+            for dim in s.dims or ():            # plain loops: Dynamo traces this under torch.compile
+                extent = 1
+                for f in dim:
+                    if isinstance(f, str) and f not in symbols:
+                        raise TypeError(f"kernel {self.kernel}: cannot allocate {s.name}: shape symbol {f} is "
+                                        f"not the extent of any view passed; pass {s.name}")
+                    extent = extent * (symbols[f] if isinstance(f, str) else f)
+                shape.append(extent)
+            values[i] = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[s.dtype]), device=device)
+
+    # ------------------------------------------------------------------------------------------------ calling
+    def __call__(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        if kwargs or len(args) != len(self.slots):
+            values, control = self.bind(args, kwargs)
+            if any(v is None for v in values):
+                self.allocate(values)
+        else:                                   # every parameter by position: nothing to bind (host time)
+            values, control = args, None
+        if _is_compiling():
+            if control:
+                raise TypeError(f"kernel {self.kernel}: launch control ({', '.join(control)}) cannot be passed "
+                                f"under torch.compile (the custom op takes the kernel parameters only)")
+            self.op(*values)
+        else:
+            self.run(values, control)
+        if len(self._written_at) == 1:
+            return values[self._written_at[0]]
+        return tuple(values[i] for i in self._written_at)
+
+    def run(self, values: Sequence[Any], control: dict[str, Any] | None = None) -> None:
+        """Launch with the values in parameter order."""
+        launch = self.launch
+        if self._positional and not control:
+            launch(*values)
+            return
+        kw = dict(zip(self._idents, values))
+        if control:
+            kw.update(control)
+        launch(**kw)
+
+    # ------------------------------------------------------------------------------------------------ the op
+    @property
+    def op(self) -> Any:
+        """The kernel as a ``torch.library`` custom op (registered on first use, once per process per source):
+        ``op(*values)`` in parameter order mutates the written views and returns None."""
+        if self._op is None:
+            self._op = _OPS.get(self.qualname) or self._register()
+        return self._op
+
+    def schema(self) -> str:
+        """The op schema: views are ``Tensor`` (the written ones ``Tensor(a0!)``, ``Tensor(a1!)``... (one alias set each)),
+        scalars ``bool``/``int``/``float``; nothing returned."""
+        parts, letters = [], (f"a{j}" for j in itertools.count())
+        for s in self.slots:
+            if s.access == "scalar":
+                t = "bool" if s.dtype == "i1" else "float" if s.dtype.startswith(("f", "bf")) else "int"
+            elif s.access == "in":
+                t = "Tensor"
+            else:
+                t = f"Tensor({next(letters)}!)"
+            parts.append(f"{t} {_op_ident(s.name)}")
+        return "(" + ", ".join(parts) + ") -> ()"
+
+    def _register(self) -> Any:
+        import torch
+
+        run = self.run
+
+        def impl(*values: Any) -> None:
+            run(values)
+
+        def fake(*values: Any) -> None:
+            return None
+
+        op = torch.library.custom_op(self.qualname, impl, mutates_args=[_op_ident(s.name) for s in self.written],
+                                     schema=self.schema())
+        op.register_fake(fake)
+        _OPS[self.qualname] = op
+        return op
+
+
+def _is_compiling() -> bool:
+    """Whether Dynamo is tracing (torch is imported by then: a traced call comes from torch.compile)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
+def _op_ident(name: str) -> str:
+    """A name usable in a torch op schema (letters, digits, underscores; not starting with a digit)."""
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else "_" + out
+
+
+__all__ = ["CallPlan", "launcher_names", "LAUNCH_CONTROL"]
