@@ -118,7 +118,11 @@ def write_markdown(path: Path, header: dict, entries: Sequence[dict], plots: dic
     if "unavailable" in statuses:
         L.append("- the optimizer (issue 4) is not available yet: the constructed programs were serialized; "
                  "no predicted costs or e-graph sizes")
-    L += ["", "## Results", "", "| file | provider | status | kernels | predicted cost | compile time (s) | "
+    sizes = cfg.get("sizes")
+    L.append("- predicted cost: the cost model's time per launch in seconds on the target, at "
+             + (("sizes " + ", ".join(f"`{k}={v}`" for k, v in sorted(sizes.items())) + " (other symbols 1024)")
+                if sizes else "every size symbol 1024 (no `--sizes` given)"))
+    L += ["", "## Results", "", "| file | provider | status | kernels | predicted cost (s) | compile time (s) | "
                                 "e-graph size | cached |", "|---|---|---|---|---:|---:|---:|---|"]
     for e in entries:
         kernels = ", ".join(f"[{k['name']}]({k['artifact']})" if k.get("artifact") else k["name"]
@@ -140,6 +144,14 @@ def write_markdown(path: Path, header: dict, entries: Sequence[dict], plots: dic
         stage = f" (stage {err['stage']})" if err.get("stage") else ""
         L.append(f"- `{_md(e['file'])}` ({e.get('provider') or e.get('kind')}): **{err['kind']}** at "
                  f"`{err.get('location') or e['file']}`{stage}: {_md(err['message'])}")
+    remarked = [(e, [r for r in e.get("remarks") or [] if r not in _ONCE]) for e in entries if e["status"] == "ok"]
+    remarked = [(e, rs) for e, rs in remarked if rs]
+    L += ["", "## Remarks", ""]
+    if not remarked:
+        L.append("none")
+    for e, rs in remarked:
+        for r in rs:
+            L.append(f"- `{_md(e['file'])}` ({e.get('provider') or '-'}): {_md(r)}")
     L += ["", "## Plots", ""]
     for title, (name, why) in (("Predicted cost per kernel", ("cost", plots.get("cost_why"))),
                                ("Compile time per kernel", ("compile_time", plots.get("compile_time_why"))),

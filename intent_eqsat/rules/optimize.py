@@ -122,6 +122,9 @@ class Candidate:
     _resources: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
     #: the range narrowing of a bound kernel (``_range_passes``), as the optimizer ran it on its pick
     _finish: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
+    #: its named cost terms, for the best other binding of the chosen program (None for the others: their
+    #: totals are the extractor's, not the binding model's)
+    breakdown: dict[str, float] | None = None
 
     def decode(self) -> Kernel:
         """The candidate as an explicit (unverified) GPU IR kernel (its tile parameters bound to ``params``, its
@@ -141,7 +144,7 @@ class Candidate:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "rank": self.rank, "cost": self.cost, "forbidden": self.forbidden,
-                "params": self.params}
+                "params": self.params, "breakdown": self.breakdown}
 
 
 @dataclass(eq=False)
@@ -164,6 +167,8 @@ class KernelResult:
     decisions: list[Decision] = field(default_factory=list)
     #: the extracted program's structure before its tile parameters are bound (tuning files key by it)
     fingerprint: str = ""
+    #: the launch resources bound to the pick (threads per program, pipeline stages, index width)
+    resources: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -322,6 +327,19 @@ def _model_of(cost: Any, target: str) -> tuple[Any, dict, dict]:
     if isinstance(cost, RooflineCost):
         return cost.target, dict(cost.sizes or {}), {"provider": cost.provider, "cost_params": cost.cost_params}
     return target, {}, {}
+
+
+def _binding_breakdown(cost: Any, target: str,
+                       tile_defaults: dict[str, int]) -> Callable[[Kernel, dict], dict[str, float]]:
+    """The named cost terms of a decoded kernel at one tile binding (what :func:`_binding_cost` totals), so a
+    report describes the bound program the totals rank, not the extraction before binding (issue 24 item 5)."""
+    from intent_eqsat.extract.cost import estimate
+    tgt, sizes, kw = _model_of(cost, target)
+
+    def of(kernel: Kernel, binding: dict) -> dict[str, float]:
+        out = estimate(kernel, tgt, {**tile_defaults, **sizes, **binding}, **kw)
+        return {"total": float(out.total), **out.breakdown}
+    return of
 
 
 def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Callable[[Kernel, dict], float]:
@@ -500,7 +518,20 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     merged = sorted(alt_bindings + alt_terms, key=lambda c: c.cost) if n_candidates > 0 else []
     res.candidates = [replace(c, rank=i + 1) for i, c in enumerate(merged)]
     _phase(phases, "candidates", t)
-    res.breakdown = _breakdown(ext_cost, export, choice, export.root)
+    # the roofline model's terms of the bound pick and of the best other binding of the same program (the model
+    # that ranked the bindings); a cost of the caller's own gives its own breakdown of the extraction
+    from intent_eqsat.extract.cost import RooflineCost
+    if isinstance(cost, RooflineCost) and math.isfinite(best_cost):
+        terms_at = _binding_breakdown(cost, target, tile_defaults)
+        res.breakdown = terms_at(decoded, best)
+        for c in res.candidates:
+            if c.term is term and c.params is not None and math.isfinite(c.cost):
+                c.breakdown = terms_at(decoded, c.params)
+                break
+    else:
+        res.breakdown = _breakdown(ext_cost, export, choice, export.root)
+    res.resources = {"threads": bound.space.threads, "stages": bound.space.stages,
+                     "index_bits": bound.space.index_bits}
     t = time.perf_counter()
     model = getattr(_node_cost(ext_cost, export), "__self__", None)
     if model is not None and hasattr(model, "evaluate") and hasattr(model, "extract"):
@@ -632,7 +663,9 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
         "limits": limits.as_dict(),
         "budget": limits.budget(),
         "facts": the_facts.as_dict(),
-        "kernels": {n: {"cost": r.cost, "egraph_size": r.egraph_size,
+        "sizes": dict(getattr(cost, "sizes", None) or {}),
+        "kernels": {n: {"cost": r.cost, "egraph_size": r.egraph_size, "binding": dict(r.binding),
+                        "resources": dict(r.resources),
                         "decisions": [d.as_dict() for d in r.decisions],
                         "groups": [x.as_dict(timings=trace) for x in r.runs],
                         "candidates": [c.as_dict() for c in r.candidates]} for n, r in results.items()},

@@ -211,3 +211,26 @@ def test_check_job_reports_a_mismatch_at_the_writing_statement(monkeypatch):
     assert res["status"] == "error" and res["error"]["kind"] == "Mismatch"
     assert res["error"]["location"] == f"{path}:5:3"            # `Y[m, n] = ...`, the statement writing Y
     assert "elements differ from the reference" in res["error"]["message"]
+
+
+def test_report_md_lists_remarks_and_states_the_costs_unit_and_sizes(tmp_path):
+    """Issue 24 item 5: remarks reach report.md (not only report.json), and the cost column says what it is."""
+    entries = [{"file": "a/softmax.kir", "provider": "triton", "status": "ok", "cached": False, "cost": 4.6e-06,
+                "kernels": [{"name": "softmax"}], "compile_time_s": 1.0, "egraph_size": 10,
+                "remarks": ["kernel softmax, softmax.s2.e6: online renormalization not applied"]},
+               {"file": "b/row_sum.kir", "provider": "triton", "status": "ok", "cached": True, "cost": 1e-06,
+                "kernels": [{"name": "row_sum"}], "compile_time_s": 0.0, "egraph_size": 5, "remarks": []}]
+    header = {"tool": {"version": "t"}, "config": {"target": "sm90", "providers": ["triton"],
+                                                   "sizes": {"M": 4096, "N": 8192}}}
+    path = tmp_path / "report.md"
+    report.write_markdown(path, header, entries, {})
+    md = path.read_text()
+    remarks = md.split("## Remarks", 1)[1].split("##", 1)[0]
+    assert "- `a/softmax.kir` (triton): kernel softmax, softmax.s2.e6: online renormalization not applied" in remarks
+    assert "row_sum" not in remarks
+    assert "time per launch in seconds on the target, at sizes `M=4096`, `N=8192` (other symbols 1024)" in md
+    assert "| predicted cost (s) |" in md
+    header["config"].pop("sizes")
+    report.write_markdown(path, header, entries[1:], {})
+    md = path.read_text()
+    assert "every size symbol 1024 (no `--sizes` given)" in md and "## Remarks\n\nnone" in md
