@@ -10,6 +10,7 @@ import inspect
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -129,19 +130,24 @@ def _jobs_default() -> int:
 def cmd_compile(args: argparse.Namespace) -> int:
     from intent_eqsat import api, ir
 
+    cache = False if args.no_cache else (Path(args.cache_dir) if args.cache_dir else None)
+    stages = _StageLine(args.file, enabled=not (args.no_progress or args.quiet))
     try:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
                          optimize=not args.no_optimize, sizes=_sizes(args.sizes),
                          calibration=_calibration(args), specialize=";".join(args.specialize or ()) or None,
-                         budget=_budget(args))
+                         budget=_budget(args), cache=cache, on_stage=stages.start)
     except Exception as err:
+        stages.close()
         if _is_usage(err):
             raise
         print(_format_error(err, args.file), file=sys.stderr)
         return EXIT_FAILED
-    for r in ck.remarks:
-        print(f"{args.file}: remark: {r}", file=sys.stderr)
+    stages.close()
+    if not args.quiet:
+        for r in ck.remarks:
+            print(f"{args.file}: remark: {r}", file=sys.stderr)
     if args.out is None:
         sys.stdout.write(ck.source)
         return EXIT_OK
@@ -158,6 +164,63 @@ def cmd_compile(args: argparse.Namespace) -> int:
             _write(path, ir.print_module(spec.module))
             print(path)
     return EXIT_OK
+
+
+class _StageLine:
+    """The stage a compile is in, redrawn on one stderr line when stderr is a terminal (a long optimize is not
+    silent); nothing otherwise, so piped and CI output stays as it was (``-v`` logs the stages instead)."""
+
+    def __init__(self, file: str, enabled: bool = True, stream: Any = None):
+        self.file = file
+        self.stream = stream or sys.stderr
+        self.enabled = enabled and bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.monotonic()
+        self.drawn = False
+
+    def start(self, stage: str) -> None:
+        if self.enabled:
+            self.stream.write(f"\r{self.file}: {stage} ({time.monotonic() - self.t0:.1f} s)".ljust(80))
+            self.stream.flush()
+            self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r" + " " * 80 + "\r")
+            self.stream.flush()
+            self.drawn = False
+
+
+def _stderr_handler_class() -> type:
+    import logging
+
+    class StderrHandler(logging.StreamHandler):
+        """Writes to whatever ``sys.stderr`` is at the time of the record (not the stream of the first call)."""
+
+        @property                                   # type: ignore[override]
+        def stream(self) -> Any:
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, value: Any) -> None:
+            pass
+
+    return StderrHandler
+
+
+_StderrHandler = _stderr_handler_class()
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    """``-q``: errors only; default: warnings; ``-v``: INFO (stages, cache); ``-vv``: DEBUG. On stderr."""
+    import logging
+
+    level = logging.ERROR if args.quiet else {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    logger = logging.getLogger("intent_eqsat")
+    logger.setLevel(level)
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
 
 
 def cmd_print_program(args: argparse.Namespace) -> int:
@@ -279,10 +342,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
         out = fn(rulebooks=_list(args.rulebooks)) if args.rulebooks else fn()
     elif args.rules_command == "show":
         try:
-            out = fn(args.name)
+            out = fn(args.name, rulebooks=_list(args.rulebooks)) if args.rulebooks else fn(args.name)
         except LookupError as err:
             _err(f"rules show: {err.args[0] if err.args else f'no rule named {args.name!r}'}")
             return EXIT_USAGE
+        if args.report:
+            out = str(out).rstrip("\n") + "\n\n" + _firings(args.name, args.report)
     else:
         return _rules_audit(args, fn)
     text = _render(out)
@@ -382,6 +447,31 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _firings(name: str, reports: list[str]) -> str:
+    """Where rule (or group) ``name`` fired in earlier runs: each batch ``report.json`` (or a folder holding one)
+    lists every job's ``rules_fired``; a group name counts its rules (``group.rule`` names)."""
+    lines = []
+    for given in reports:
+        path = Path(given)
+        path = path / "report.json" if path.is_dir() else path
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            results = doc["results"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise _Usage(f"--report {given}: not a batch report.json ({type(err).__name__}: {err})") from None
+        hits = []
+        for e in results:
+            fired = e.get("rules_fired") or {}
+            n = sum(c for r, c in fired.items() if r == name or r.startswith(name + "."))
+            if n:
+                hits.append(f"  {e.get('file')} ({e.get('provider') or e.get('kind')}): x{n}")
+        ran = sum(1 for e in results if e.get("status") == "ok" and e.get("optimizer_status") == "ran")
+        lines.append(f"fired in {path} ({len(hits)} of {ran} optimized jobs):" if hits else
+                     f"fired in {path}: never ({ran} optimized jobs)")
+        lines.extend(hits)
+    return "\n".join(lines) + "\n"
+
+
 def _is_usage(err: BaseException) -> bool:
     from intent_eqsat.pipeline import UsageError
 
@@ -442,6 +532,10 @@ def build_parser() -> argparse.ArgumentParser:
     from intent_eqsat import __version__
 
     parser.add_argument("--version", action="version", version=f"intent-eqsat {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log to stderr: -v each stage of each compile and cache hits (INFO), -vv more (DEBUG)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="only errors on stderr: no remarks, no progress, no warnings")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("compile", help="compile one .kir file to provider source")
@@ -453,6 +547,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write <kernel>.<provider>.py and <stem>.<provider>.gir here "
                                                 "(default: print the source to stdout)")
     _specialize_option(p, "")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the compile cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="compile cache folder (default $INTENT_EQSAT_CACHE_DIR or "
+                                                      "~/.cache/intent-eqsat; batch --cache-dir shares it)")
+    p.add_argument("--no-progress", action="store_true", help="no stage line on stderr (shown on a terminal)")
     p.set_defaults(func=cmd_compile)
 
     for name, what in (("construct", "print the constructed GPU IR program"),
@@ -493,6 +591,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rulebooks", metavar="NAME[,NAME]")
     r = rsub.add_parser("show", help="one rule: declaration, tests, where it fired")
     r.add_argument("name")
+    r.add_argument("--rulebooks", metavar="NAME[,NAME]", help="rulebooks to look the rule up in (names or paths "
+                                                              "of extra rulebooks, as for compile)")
+    r.add_argument("--report", action="append", metavar="FILE|DIR",
+                   help="a batch report.json (or its folder): list the jobs where the rule fired, with counts "
+                        "(repeatable)")
     r = rsub.add_parser("audit", help="translation validation per rule, firing counts, rules that never fire")
     r.add_argument("paths", nargs="*", metavar="DIR|GLOB|FILE", help="corpus (default: examples/corpus)")
     _common(r, provider=False)
@@ -532,6 +635,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _configure_logging(args)
+    if args.quiet and hasattr(args, "no_progress"):
+        args.no_progress = True
     try:
         return int(args.func(args))
     except _Usage as err:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import os
 import re
 import time
@@ -38,6 +39,8 @@ from typing import Any, Callable, Mapping
 from intent_eqsat import ir, kir
 from intent_eqsat.errors import IntentError, SourceLocation, UsageError
 from intent_eqsat.ir.core import FP32_CONTRACT, NUMERICS, CompileOptions
+
+_LOG = logging.getLogger("intent_eqsat.pipeline")
 
 STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "serialize")
 #: a stage that runs only when asked for (``run(specialize=...)``), between ``verify_gir`` and ``serialize``
@@ -480,17 +483,24 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     timings: dict[str, float] = {}
     state: dict[str, Any] = {"module": None}
 
+    shown = filename or getattr(source, "filename", None) or (str(source) if isinstance(source, os.PathLike) else
+                                                              "<string>")
+
     def stage(name: str, fn: Callable[[], Any]) -> Any:
         if on_stage is not None:
             on_stage(name)
+        _LOG.debug("%s: %s ...", shown, name)
         t0 = time.perf_counter()
         try:
-            return fn()
+            out = fn()
         except Exception as err:
-            annotate(err, name, state["module"], filename)
-            raise
-        finally:
             timings[name] = time.perf_counter() - t0
+            annotate(err, name, state["module"], filename)
+            _LOG.info("%s: %s failed after %.2f s", shown, name, timings[name])
+            raise
+        timings[name] = time.perf_counter() - t0
+        _LOG.info("%s: %s %.2f s", shown, name, timings[name])
+        return out
 
     module = stage("load", lambda: load(source, filename))
     state["module"] = module

@@ -105,7 +105,9 @@ class Progress:
         if self.tty:
             width = 30
             fill = int(width * self.done / self.total)
-            line = f"\r[{'#' * fill}{'.' * (width - fill)}] {counts} {time.monotonic() - self.t0:.1f}s  {what}"
+            elapsed = time.monotonic() - self.t0
+            eta = elapsed / self.done * (self.total - self.done)    # jobs so far as the rate: a rough estimate
+            line = (f"\r[{'#' * fill}{'.' * (width - fill)}] {counts} {elapsed:.1f}s, ETA {eta:.0f}s  {what}")
             self.stream.write(line[:200].ljust(120))
         else:
             self.stream.write(f"[{self.done:>{len(str(self.total))}}/{self.total}] {what}\n")

@@ -295,7 +295,9 @@ def _import_file(path: Path) -> ModuleType:
 
 def _resolve(items: Any) -> list[ModuleType]:
     """Modules for ``rulebooks``: None (every module of ``rulebooks/``), or a list (or comma-separated string) of
-    modules, module names (``rulebooks.blocking``), group names (``blocking``), ``.py`` paths or directories."""
+    modules, module names (``rulebooks.blocking``), group names (``blocking``), ``.py`` paths or directories;
+    the name ``builtin`` stands for every module of ``rulebooks/``, so ``builtin,mine.py`` loads an extra rulebook
+    beside the built-in ones (issue 24 item 7)."""
     if items is None:
         return [_import_name(f"rulebooks.{p.stem}") for p in _module_files(rulebooks_dir())]
     if isinstance(items, (str, os.PathLike, ModuleType)):
@@ -308,6 +310,9 @@ def _resolve(items: Any) -> list[ModuleType]:
         text = os.fspath(item)
         if isinstance(item, str) and "," in text:
             out.extend(_resolve([s.strip() for s in text.split(",") if s.strip()]))
+            continue
+        if text == "builtin":
+            out.extend(_resolve(None))
             continue
         path = Path(text)
         if text.endswith(".py") or os.sep in text or path.is_dir():

@@ -177,8 +177,82 @@ def test_unknown_rulebooks_are_usage_errors_before_any_stage(capsys, monkeypatch
     assert "no rulebook 'nosuch' (known: blocking" in capsys.readouterr().err
     stages: list[str] = []
     real_run = pipeline.run
-    monkeypatch.setattr(pipeline, "run", lambda *a, **k: real_run(*a, on_stage=stages.append, **k))
+    monkeypatch.setattr(pipeline, "run", lambda *a, **k: real_run(*a, **{**k, "on_stage": stages.append}))
     assert cli.main(["compile", str(CORPUS / "row_sum.kir"), "--rulebooks", "nosuch"]) == 2
     err = capsys.readouterr().err
     assert "compile: no rulebook 'nosuch'" in err and "InternalError" not in err and "Traceback" not in err
     assert stages == []
+
+
+def test_verbose_quiet_cache_and_the_stage_line(tmp_path, capsys, monkeypatch):
+    """Issue 24 item 6: -v logs each stage with its time and the cache's verdict; -q leaves errors only; compile
+    reads and writes the compile cache unless --no-cache; a terminal gets a redrawn stage line."""
+    import io
+    import logging
+
+    monkeypatch.delenv("INTENT_EQSAT_CACHE", raising=False)
+    cache = tmp_path / "cache"
+    argv = ["compile", str(CORPUS / "row_sum.kir"), "--no-optimize", "--cache-dir", str(cache)]
+    try:
+        assert cli.main(["-v", *argv]) == 0
+        err = capsys.readouterr().err
+        assert "compile cache miss" in err and "row_sum.kir: construct " in err and "row_sum.kir: serialize " in err
+        assert list(cache.glob("*/*.kernel.json"))
+        assert cli.main(["-v", *argv]) == 0
+        err = capsys.readouterr().err
+        assert "compile cache hit" in err and "row_sum.kir: construct" not in err
+        assert cli.main(["-q", *argv]) == 0
+        assert capsys.readouterr().err == ""                    # not even the skipped-optimizer remark
+        assert cli.main(["-v", *argv[:-2], "--no-cache"]) == 0
+        assert "compile cache" not in capsys.readouterr().err
+    finally:
+        cli._configure_logging(cli.build_parser().parse_args(["compile", "x"]))   # back to warnings
+    assert logging.getLogger("intent_eqsat").level == logging.WARNING
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    line = cli._StageLine("a.kir", stream=tty)
+    line.start("optimize")
+    assert tty.getvalue().startswith("\ra.kir: optimize (")
+    line.close()
+    assert tty.getvalue().endswith("\r")
+    piped = io.StringIO()
+    quiet = cli._StageLine("a.kir", stream=piped)
+    quiet.start("optimize")
+    quiet.close()
+    assert piped.getvalue() == ""
+
+
+@pytest.mark.skipif(not OPTIMIZER, reason="the optimizer (issue 4) is not available")
+def test_rules_show_takes_rulebooks_beside_the_builtin_ones_and_lists_firings_from_reports(tmp_path, capsys):
+    """Issue 24 item 7: ``--rulebooks builtin,FILE`` loads an extra rulebook beside the built-in ones;
+    ``--report`` lists the jobs of a batch report.json where the rule (or the group's rules) fired."""
+    import json
+
+    extra = str(ROOT / "tests" / "cpu" / "rules" / "rulebooks_fixture" / "strength.py")
+    assert cli.main(["rules", "show", "strength.mul_two", "--rulebooks", f"builtin,{extra}"]) == 0
+    assert "law: x * 2.0 = x + x" in capsys.readouterr().out
+    assert cli.main(["rules", "list", "--rulebooks", f"builtin,{extra}"]) == 0
+    listed = capsys.readouterr().out
+    assert "strength.mul_two" in listed and "blocking.ownership_rank2" in listed
+    report = tmp_path / "out" / "report.json"
+    report.parent.mkdir()
+    report.write_text(json.dumps({"results": [
+        {"file": "gemm.kir", "provider": "triton", "status": "ok", "optimizer_status": "ran",
+         "rules_fired": {"blocking.ownership_rank2": 1, "remat.column_loop_rank2": 2}},
+        {"file": "row_sum.kir", "provider": "triton", "status": "ok", "optimizer_status": "ran",
+         "rules_fired": {"blocking.ownership_rank1": 3}}]}))
+    assert cli.main(["rules", "show", "blocking.ownership_rank2", "--report", str(report.parent)]) == 0
+    out = capsys.readouterr().out
+    assert f"fired in {report} (1 of 2 optimized jobs):\n  gemm.kir (triton): x1" in out
+    assert cli.main(["rules", "show", "blocking", "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "(2 of 2 optimized jobs)" in out and "row_sum.kir (triton): x3" in out
+    assert cli.main(["rules", "show", "online.mass", "--report", str(report)]) == 0
+    assert "never (2 optimized jobs)" in capsys.readouterr().out
+    (tmp_path / "bad.json").write_text("{}")
+    assert cli.main(["rules", "show", "blocking", "--report", str(tmp_path / "bad.json")]) == 2
+    assert "not a batch report.json" in capsys.readouterr().err
