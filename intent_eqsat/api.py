@@ -107,7 +107,7 @@ class CompiledKernel:
             lines.append("no cost explanation: the optimizer returned no cost for the chosen program.")
         else:
             lines.append(f"chosen program: predicted {_seconds(chosen)} per launch on {self.target} "
-                         f"({_sizes_text(self.report.get('sizes'))})")
+                         f"({_sizes_text(self.report.get('sizes'), self.report.get('assumed_sizes'))})")
             bound = _binding_text(facts.get("binding"), facts.get("resources"))
             if bound:
                 lines.append(f"bound: {bound}")
@@ -243,15 +243,22 @@ def _seconds(x: float) -> str:
     return f"{x:.4g} s"
 
 
-def _sizes_text(sizes: Any) -> str:
-    """The problem the cost model assumed: the sizes given to compile(), the rest at the model's default."""
+def _sizes_text(sizes: Any, assumed: Any = None) -> str:
+    """The problem the cost model assumed: the sizes given to compile(), those assumed by role
+    (``intent_eqsat.kir.roles``), the rest at the model's default."""
     from intent_eqsat.extract.cost import DEFAULT_PARAMS
 
     default = getattr(DEFAULT_PARAMS, "default_size", 1024)
-    given = ", ".join(f"{k}={v}" for k, v in sorted((sizes or {}).items()))
+    assumed = dict(assumed or {})
+    given = ", ".join(f"{k}={v}" for k, v in sorted((sizes or {}).items()) if k not in assumed)
+    by_role = ", ".join(f"{k}={v}" for k, v in sorted(assumed.items()))
+    parts = [f"sizes {given}"] if given else []
+    if by_role:
+        parts.append(f"window extents {by_role} (assumed)")
     if not given:
-        return f"every size symbol at the model's default {default}: pass sizes= for your problem"
-    return f"sizes {given}; any other symbol {default}"
+        parts.append(f"every other size symbol at the model's default {default}: pass sizes= for your problem")
+        return "; ".join(parts) if by_role else parts[-1].replace("every other", "every")
+    return "; ".join(parts) + f"; any other symbol {default}"
 
 
 def _binding_text(binding: Any, resources: Any) -> str:
@@ -295,7 +302,8 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     Stages: load, KIR verify, construct, optimize (the e-graph optimizer when available; ``optimize=False``
     serializes the constructed program), GPU IR verify, serialize. ``sizes`` (e.g. ``{"M": 4096, "N": 4096,
     "K": 4096}``) tells the cost model the problem to be fastest for: block sizes are chosen for it (the program
-    stays correct for every size). ``calibration`` (tuning file path(s) written by ``bench/tile_sweep.py``, or a
+    stays correct for every size); a symbol not given takes a size plausible for its role (a window extent 3,
+    :mod:`intent_eqsat.kir.roles`; ``report["assumed_sizes"]``), any other 1024. ``calibration`` (tuning file path(s) written by ``bench/tile_sweep.py``, or a
     :class:`~intent_eqsat.extract.calibration.Calibration`): measured times of this program structure at these
     sizes re-rank the block sizes and bind the measured launch resources. ``specialize`` (e.g. ``{"D": (64, 128)}``):
     size symbols expected to take a few values get one more physical kernel per value (SPEC IR-2: the symbol is a

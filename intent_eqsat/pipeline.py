@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping
 from intent_eqsat import ir, kir
 from intent_eqsat.errors import IntentError, SourceLocation, UsageError
 from intent_eqsat.ir.core import FP32_CONTRACT, NUMERICS, CompileOptions
+from intent_eqsat.kir.roles import assumed_sizes
 
 _LOG = logging.getLogger("intent_eqsat.pipeline")
 
@@ -506,10 +507,15 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     state["module"] = module
     stage("verify_kir", lambda: verify_kir(module))
     constructed = stage("construct", lambda: construct(module, target=target, options=opts))
+    # symbols the caller gave no size for take a size plausible for their role (a window extent is not 1024)
+    assumed = assumed_sizes(module, sizes) if optimize_program else {}
+    model_sizes = {**assumed, **(sizes or {})} or None
     if optimize_program:
         optimized = stage("optimize", lambda: optimize(constructed, target=target, options=opts,
-                                                       rulebooks=rulebooks, sizes=sizes,
+                                                       rulebooks=rulebooks, sizes=model_sizes,
                                                        calibration=calibration, budget=limits))
+        if assumed:
+            optimized.report["assumed_sizes"] = dict(assumed)
     else:
         optimized = Optimized(program=constructed, remarks=[SKIPPED_REMARK], status="skipped")
     program = optimized.program
@@ -518,7 +524,7 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     if request and stop_after not in ("optimize", "verify_gir"):
         specs = stage("specialize", lambda: specialize_kernels(
             module, request, target=target, options=opts, rulebooks=rulebooks, optimize_program=optimize_program,
-            sizes=sizes, calibration=calibration, filename=filename, unmatched_ok=specialize_unmatched_ok,
+            sizes=model_sizes, calibration=calibration, filename=filename, unmatched_ok=specialize_unmatched_ok,
             budget=limits))
     sources: dict[str, str] = {}
     if provider is not None and stop_after not in ("optimize", "verify_gir"):
