@@ -214,7 +214,7 @@ class CompiledKernel:
 
     def __reduce__(self) -> tuple:
         """Pickled as plain data (:func:`intent_eqsat.compile_cache.plain`): no e-graph, no imported module."""
-        return (compile_cache.restore, (compile_cache.plain(self),))
+        return (restore_kernel, (compile_cache.plain(self),))
 
     def __repr__(self) -> str:
         cost = pipeline.cost_total(self.cost)
@@ -339,8 +339,8 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
         _LOG.info("%s: compile cache %s (%s)", module.filename or "<string>",
                   "hit" if hit is not None else "miss" if key is not None else "not keyable", root)
         if hit is not None:
-            ck = compile_cache.restore(hit, kir_text=text, filename=module.filename, kernel=kernel,
-                                       provider=provider, target=target, options=options)
+            ck = restore_kernel(hit, kir_text=text, filename=module.filename, kernel=kernel, provider=provider,
+                                target=target, options=options)
             ck.kernel_name = _select_kernel(ck.kir or module, kernel)
             ck.report["cached"] = True
             return ck
@@ -365,6 +365,13 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     return ck
 
 
+def restore_kernel(data: Mapping[str, Any], **fallback: Any) -> CompiledKernel:
+    """A kernel from its plain form (:func:`intent_eqsat.compile_cache.plain`: a pickle, a cache entry) or from a
+    batch result (``fallback`` gives what that lacks: ``kir_text``, ``filename``, ``kernel``, ``provider``,
+    ``target``, ``options``)."""
+    return CompiledKernel(**compile_cache.restore_fields(data, **fallback))
+
+
 def _source_text(source: Any, module: kir.KirModule) -> str:
     """The KIR text compiled: the file's or the string's, else the module printed (a builder's module)."""
     if isinstance(source, kir.KirModule):
@@ -384,4 +391,4 @@ def optimize(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = 
                         filename=filename, sizes=sizes, calibration=calibration, budget=budget).program
 
 
-__all__ = ["CompiledKernel", "compile", "optimize", "generated_dir"]
+__all__ = ["CompiledKernel", "compile", "optimize", "generated_dir", "restore_kernel"]

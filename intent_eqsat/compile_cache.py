@@ -3,8 +3,8 @@
 **Plain form.** :func:`plain` turns a compiled kernel into JSON-able data: the KIR text, the printed GPU IR of the
 serialized program (and of the constructed one and of every KIR specialization), the generated sources, the
 predicted cost and its terms, the candidates' costs and parameters, the remarks as text, the report, and the
-optimizer's own explanation as text. :func:`restore` rebuilds the kernel from it (the programs parsed back from
-their GIR text). Pickling a ``CompiledKernel`` goes through this form, so a pickle holds no e-graph, no imported
+optimizer's own explanation as text. :func:`restore_fields` gives the kernel's fields back from it (the programs
+parsed back from their GIR text; ``intent_eqsat.api.restore_kernel`` makes the kernel). Pickling a ``CompiledKernel`` goes through this form, so a pickle holds no e-graph, no imported
 module and nothing tied to the process; the same form is what the cache stores.
 
 **The cache.** ``compile()`` looks up and stores kernels by the batch's cache key (:func:`intent_eqsat.batch.cache.job_key`:
@@ -122,13 +122,12 @@ def plain(ck: "CompiledKernel") -> dict:
     }
 
 
-def restore(data: Mapping[str, Any], *, kir_text: str | None = None, filename: str | None = None,
-            kernel: str | None = None, provider: str | None = None, target: str | None = None,
-            options: Any = None) -> "CompiledKernel":
-    """A :class:`~intent_eqsat.api.CompiledKernel` from :func:`plain` data or from a batch result of the same
-    key (whose missing fields the keyword arguments give)."""
-    from intent_eqsat.api import CompiledKernel
-
+def restore_fields(data: Mapping[str, Any], *, kir_text: str | None = None, filename: str | None = None,
+                   kernel: str | None = None, provider: str | None = None, target: str | None = None,
+                   options: Any = None) -> dict[str, Any]:
+    """The fields of a :class:`~intent_eqsat.api.CompiledKernel` (its constructor's keywords) from :func:`plain`
+    data or from a batch result of the same key (whose missing fields the keyword arguments give).
+    ``intent_eqsat.api.restore_kernel`` makes the kernel; this module does not import the API (no cycle)."""
     text = data.get("kir") or kir_text
     name = data.get("filename") or filename
     module = kir.parse(text, filename=name) if text is not None else None
@@ -146,7 +145,7 @@ def restore(data: Mapping[str, Any], *, kir_text: str | None = None, filename: s
         else:                                        # a batch result keeps the total only
             candidates.append(Candidate(cost=_cost_of(c)))
     sources = {k["name"]: k["source"] for k in data["kernels"]}
-    return CompiledKernel(
+    return dict(
         program=ir.parse_module(data["program"]), sources=sources,
         kernel_name=data.get("kernel_name") or kernel or next(iter(sources)),
         provider=data.get("provider") or provider, target=data.get("target") or target,
@@ -229,5 +228,5 @@ def store(root: Path, key: str, data: dict) -> None:
         pass
 
 
-__all__ = ["plain", "restore", "cache_dir", "key_of", "lookup", "store", "Candidate", "PlainCost", "PlainRemark", "FORMAT",
+__all__ = ["plain", "restore_fields", "cache_dir", "key_of", "lookup", "store", "Candidate", "PlainCost", "PlainRemark", "FORMAT",
            "CACHE_ENV", "CACHE_DIR_ENV"]
