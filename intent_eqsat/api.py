@@ -339,11 +339,16 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
         _LOG.info("%s: compile cache %s (%s)", module.filename or "<string>",
                   "hit" if hit is not None else "miss" if key is not None else "not keyable", root)
         if hit is not None:
-            ck = restore_kernel(hit, kir_text=text, filename=module.filename, kernel=kernel, provider=provider,
-                                target=target, options=options)
-            ck.kernel_name = _select_kernel(ck.kir or module, kernel)
-            ck.report["cached"] = True
-            return ck
+            try:
+                ck = restore_kernel(hit, kir_text=text, filename=module.filename, kernel=kernel,
+                                    provider=provider, target=target, options=options)
+            except Exception as err:    # an entry this version cannot read (edited, truncated): compile again
+                _LOG.warning("%s: compile cache entry %s unreadable (%s: %s); compiling again",
+                             module.filename or "<string>", key[:16], type(err).__name__, err)
+            else:
+                ck.kernel_name = _select_kernel(ck.kir or module, kernel)
+                ck.report["cached"] = True
+                return ck
     res = pipeline.run(module, target=target, provider=provider, options=options, rulebooks=rulebooks,
                        filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration,
                        specialize=specialize, budget=budget, on_stage=on_stage)

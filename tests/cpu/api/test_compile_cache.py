@@ -101,3 +101,19 @@ def test_a_batch_with_cache_dir_fills_the_cache_the_api_reads(tmp_path, monkeypa
     ck = intent_eqsat.compile(kir, cache=cache, optimize=False)
     assert ck.report["cached"] is True and "def launch(" in ck.source
     assert ck.optimizer_status == "skipped" and ck.program.kernel("row_sum") is not None
+
+
+def test_an_unreadable_entry_is_compiled_again_and_replaced(tmp_path, caplog):
+    """A cache entry that parses as JSON but not as a kernel (edited by hand, written by another version) is a
+    miss with a warning, never an error of compile(); the fresh result replaces it."""
+    ck = intent_eqsat.compile(ROW_SUM, cache=tmp_path, optimize=False)
+    (entry,) = tmp_path.glob("*/*.kernel.json")
+    import json
+
+    doc = json.loads(entry.read_text())
+    doc["result"]["program"] = "this is not GPU IR"
+    entry.write_text(json.dumps(doc))
+    again = intent_eqsat.compile(ROW_SUM, cache=tmp_path, optimize=False)
+    assert not again.report.get("cached") and again.sources == ck.sources
+    assert "unreadable" in caplog.text
+    assert json.loads(entry.read_text())["result"]["program"] != "this is not GPU IR"
