@@ -782,11 +782,13 @@ class _Printer:
             L.append("            raise TypeError('launch(): params cannot be chosen under torch.compile (it runs as "
                      "the custom op ' + _TORCH_OP_NAME + ')')")
             L.append(f"        return _TORCH_OP({', '.join(params_in + ['num_warps', 'num_stages'])})")
-        L.append(f"    _P = dict({ns}PARAMS)")
         L.append("    if params:")
+        L.append(f"        _P = dict({ns}PARAMS)")
         L.append("        _P.update(params)")
         L.append(f"        if _P not in {ns}CONFIGS:")
         L.append(f"            raise ValueError(f'parameters {{_P}} are not in the verified candidate set {ns}CONFIGS')")
+        L.append("    else:")
+        L.append(f"        _P = {ns}PARAMS  # read only: no copy per launch")
         for prm in p.module.params:
             i = self.arg_ident["param:" + prm.name]
             L.append(f"    {i} = _P[{i!r}]")
@@ -895,9 +897,10 @@ class _Printer:
         names = sorted(set().union(*(free_symbols(b) for b in bounds)))
         views = sorted(set().union(*(views_read(b) for b in bounds)))
         items = [self._launch_local(n) for n in names]
+        strides = {view: local for local, view in self.stride_tuples}     # read once, before the key
         for v in views:
             view = self.arg_ident["abi:" + v]
-            items += [f"{view}.shape", f"{view}.stride()"]
+            items += [f"{view}.shape", strides.get(view, f"{view}.stride()")]
         return items
 
     def _dispatch(self, specialized: "Sequence[_Printer]") -> list[str]:
