@@ -53,7 +53,7 @@ def _note(e: dict) -> str:
 
 def summary_table(entries: Sequence[dict], *, width: int = 160) -> str:
     """A plain-text table, one row per job, then a totals line."""
-    rows = [("file", "provider", "status", "kernels", "cost", "time_s", "note")]
+    rows = [("file", "provider", "status", "kernels", "cost_s", "time_s", "note")]   # cost: modelled s/launch
     for e in entries:
         status = e["status"] + (" (cached)" if e["cached"] else "")
         rows.append((e["file"], e.get("provider") or "-", status, str(len(e.get("kernels") or [])),

@@ -176,6 +176,7 @@ def test_progress_lines_and_summary_table():
                                   _entry("b.kir", "error", error={"kind": "ParseError", "stage": "load",
                                                                   "location": "b.kir:1:2", "message": "bad"})])
     assert "ok (cached)" in table and "ParseError [load] at b.kir:1:2: bad" in table
+    assert table.splitlines()[0].split()[:6] == ["file", "provider", "status", "kernels", "cost_s", "time_s"]
     assert table.rstrip().endswith("2 jobs: 1 ok, 1 failed, 1 cached, 1 error")
 
 
