@@ -251,14 +251,15 @@ def _sizes_text(sizes: Any, assumed: Any = None) -> str:
     default = getattr(DEFAULT_PARAMS, "default_size", 1024)
     assumed = dict(assumed or {})
     given = ", ".join(f"{k}={v}" for k, v in sorted((sizes or {}).items()) if k not in assumed)
-    by_role = ", ".join(f"{k}={v}" for k, v in sorted(assumed.items()))
     parts = [f"sizes {given}"] if given else []
-    if by_role:
-        parts.append(f"window extents {by_role} (assumed)")
-    if not given:
-        parts.append(f"every other size symbol at the model's default {default}: pass sizes= for your problem")
-        return "; ".join(parts) if by_role else parts[-1].replace("every other", "every")
-    return "; ".join(parts) + f"; any other symbol {default}"
+    if assumed:
+        parts.append("window extents " + ", ".join(f"{k}={v}" for k, v in sorted(assumed.items())) + " (assumed)")
+    if given:
+        parts.append(f"any other symbol {default}")
+    else:
+        parts.append(f"every {'other ' if assumed else ''}size symbol at the model's default {default}: pass "
+                     f"sizes= for your problem")
+    return "; ".join(parts)
 
 
 def _binding_text(binding: Any, resources: Any) -> str:
@@ -323,8 +324,7 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     target = pipeline.check_target(target)
     t0 = time.perf_counter()
     try:
-        module = pipeline.load(source, filename=filename)
-        text = _source_text(source, module)
+        module, text = _load(source, filename)
     except Exception as err:
         pipeline.annotate(err, "load", None, filename)
         raise
@@ -377,13 +377,15 @@ def restore_kernel(data: Mapping[str, Any], **fallback: Any) -> CompiledKernel:
     return CompiledKernel(**compile_cache.restore_fields(data, **fallback))
 
 
-def _source_text(source: Any, module: kir.KirModule) -> str:
-    """The KIR text compiled: the file's or the string's, else the module printed (a builder's module)."""
+def _load(source: Any, filename: str | None) -> tuple[kir.KirModule, str]:
+    """The KIR module and its text (what the cache key holds): a file read once, a string as given, a builder's
+    module printed."""
     if isinstance(source, kir.KirModule):
-        return kir.print_kir(module)
+        return source, kir.print_kir(source)
     if isinstance(source, os.PathLike) or (isinstance(source, str) and pipeline._looks_like_path(source)):
-        return pipeline.read_source(Path(source))
-    return source
+        text = pipeline.read_source(Path(source))
+        return kir.parse(text, filename=filename or str(source)), text
+    return pipeline.load(source, filename=filename), source
 
 
 def optimize(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90",

@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import itertools
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from intent_eqsat import ir, kir
+from intent_eqsat.providers.torch_ops import TORCH_DTYPE_NAMES, op_ident, op_schema
 
 #: launcher keywords that are not kernel parameters (launch control), passed through by name
 LAUNCH_CONTROL = ("params", "num_warps", "num_stages")
-
-_TORCH_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
-                 "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "bfloat16",
-                 "f32": "float32", "f64": "float64"}
 
 #: custom ops registered in this process, by qualified name (a second CompiledKernel of the same source reuses it)
 _OPS: dict[str, Any] = {}
@@ -76,7 +72,7 @@ class CallPlan:
         self.written = tuple(s for s in self.slots if s.access in ("out", "inout"))
         self._index = {s.name: i for i, s in enumerate(self.slots)}
         self._written_at = tuple(self._index[s.name] for s in self.written)
-        self.qualname = f"intent_eqsat::{_op_ident(self.kernel)}_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+        self.qualname = f"intent_eqsat::{op_ident(self.kernel)}_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
         self._op: Any = _OPS.get(self.qualname)
         if self._op is None and "torch" in sys.modules:
             self._op = self._register()
@@ -156,7 +152,7 @@ class CallPlan:
                                         f"not the extent of any view passed; pass {s.name}")
                     extent = extent * (symbols[f] if isinstance(f, str) else f)
                 shape.append(extent)
-            values[i] = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[s.dtype]), device=device)
+            values[i] = torch.empty(shape, dtype=getattr(torch, TORCH_DTYPE_NAMES[s.dtype]), device=device)
 
     # ------------------------------------------------------------------------------------------------ calling
     def __call__(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -198,18 +194,12 @@ class CallPlan:
         return self._op
 
     def schema(self) -> str:
-        """The op schema: views are ``Tensor`` (the written ones ``Tensor(a0!)``, ``Tensor(a1!)``... (one alias set each)),
-        scalars ``bool``/``int``/``float``; nothing returned."""
-        parts, letters = [], (f"a{j}" for j in itertools.count())
-        for s in self.slots:
-            if s.access == "scalar":
-                t = "bool" if s.dtype == "i1" else "float" if s.dtype.startswith(("f", "bf")) else "int"
-            elif s.access == "in":
-                t = "Tensor"
-            else:
-                t = f"Tensor({next(letters)}!)"
-            parts.append(f"{t} {_op_ident(s.name)}")
-        return "(" + ", ".join(parts) + ") -> ()"
+        """The op schema (:func:`intent_eqsat.providers.torch_ops.op_schema`, the one the Triton modules print)."""
+        return self._schema()[0]
+
+    def _schema(self) -> tuple[str, list[str]]:
+        return op_schema([(s.name, "scalar" if s.access == "scalar" else "in" if s.access == "in" else "written",
+                           s.dtype) for s in self.slots])
 
     def _register(self) -> Any:
         import torch
@@ -222,8 +212,8 @@ class CallPlan:
         def fake(*values: Any) -> None:
             return None
 
-        op = torch.library.custom_op(self.qualname, impl, mutates_args=[_op_ident(s.name) for s in self.written],
-                                     schema=self.schema())
+        schema, written = self._schema()
+        op = torch.library.custom_op(self.qualname, impl, mutates_args=written, schema=schema)
         op.register_fake(fake)
         _OPS[self.qualname] = op
         return op
@@ -233,12 +223,6 @@ def _is_compiling() -> bool:
     """Whether Dynamo is tracing (torch is imported by then: a traced call comes from torch.compile)."""
     torch = sys.modules.get("torch")
     return torch is not None and torch.compiler.is_compiling()
-
-
-def _op_ident(name: str) -> str:
-    """A name usable in a torch op schema (letters, digits, underscores; not starting with a digit)."""
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() else "_" + out
 
 
 __all__ = ["CallPlan", "launcher_names", "LAUNCH_CONTROL"]

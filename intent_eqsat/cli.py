@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import logging
 import os
 import sys
 import time
@@ -190,30 +191,20 @@ class _StageLine:
             self.drawn = False
 
 
-def _stderr_handler_class() -> type:
-    import logging
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time of the record (not the stream of the first call)."""
 
-    class StderrHandler(logging.StreamHandler):
-        """Writes to whatever ``sys.stderr`` is at the time of the record (not the stream of the first call)."""
+    @property                                   # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
 
-        @property                                   # type: ignore[override]
-        def stream(self) -> Any:
-            return sys.stderr
-
-        @stream.setter
-        def stream(self, value: Any) -> None:
-            pass
-
-    return StderrHandler
-
-
-_StderrHandler = _stderr_handler_class()
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
 
 
 def _configure_logging(args: argparse.Namespace) -> None:
     """``-q``: errors only; default: warnings; ``-v``: INFO (stages, cache); ``-vv``: DEBUG. On stderr."""
-    import logging
-
     level = logging.ERROR if args.quiet else {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logger = logging.getLogger("intent_eqsat")
     logger.setLevel(level)

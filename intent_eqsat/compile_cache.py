@@ -63,7 +63,6 @@ class PlainRemark:
     """A remark restored from text (``str()`` gives the text, as for the optimizer's remark objects)."""
 
     text: str
-    extra: dict = field(default_factory=dict, compare=False)
 
     def __str__(self) -> str:
         return self.text

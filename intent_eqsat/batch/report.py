@@ -120,8 +120,9 @@ def write_markdown(path: Path, header: dict, entries: Sequence[dict], plots: dic
                  "no predicted costs or e-graph sizes")
     sizes = cfg.get("sizes")
     L.append("- predicted cost: the cost model's time per launch in seconds on the target, at "
-             + (("sizes " + ", ".join(f"`{k}={v}`" for k, v in sorted(sizes.items())) + " (other symbols 1024)")
-                if sizes else "every size symbol 1024 (no `--sizes` given)"))
+             + (("sizes " + ", ".join(f"`{k}={v}`" for k, v in sorted(sizes.items())) + " (other symbols: ")
+                if sizes else "no `--sizes` given (every symbol: ")
+             + "a window extent 3, any other 1024; `intent_eqsat.kir.roles`)")
     L += ["", "## Results", "", "| file | provider | status | kernels | predicted cost (s) | compile time (s) | "
                                 "e-graph size | cached |", "|---|---|---|---|---:|---:|---:|---|"]
     for e in entries:

@@ -41,6 +41,7 @@ from intent_eqsat.providers.errors import LAUNCH_ERROR_SOURCE, SharedLegalityUns
 from intent_eqsat.providers.launch_checks import (FLAG_BITS, OVERLAP_CHECK_SOURCE, SUBSCRIPT_ERROR_SOURCE,
                                                   overlap_check_call)
 from intent_eqsat.providers.targets import Target, get_target
+from intent_eqsat.providers.torch_ops import TORCH_DTYPE_NAMES, op_ident, op_schema
 from intent_eqsat.providers.triton.legalize import SCOPES, SEMS, KernelPlan, legalize
 
 TL = {"i1": "tl.int1", "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64",
@@ -48,9 +49,7 @@ TL = {"i1": "tl.int1", "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32", "i
       "f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64"}
 SIG = {"i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "index": "i64", "u8": "u8", "u16": "u16",
        "u32": "u32", "u64": "u64", "f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
-TORCH = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
-         "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "bfloat16",
-         "f32": "float32", "f64": "float64"}
+TORCH = TORCH_DTYPE_NAMES
 MIN_NORMAL = {"f16": "6.103515625e-05", "bf16": "1.1754943508222875e-38", "f32": "1.1754943508222875e-38",
               "f64": "2.2250738585072014e-308"}
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -707,22 +706,12 @@ class _Printer:
         written views as mutated and whose fake implementation does nothing, instead of tracing the launcher's
         host checks (any mode, CUDA graphs included). ``digest`` names the op after the module's content."""
         public = self._public()
-        letters = (f"a{j}" for j in itertools.count())
-        parts, mutated, args = [], [], []
-        for a in public:
-            i = self.arg_ident["abi:" + a.name]
-            args.append(i)
-            if not a.is_view:
-                dt = a.value.type.dtype
-                parts.append(f"{'float' if dtypes.is_float(dt) else 'bool' if dt == 'i1' else 'int'} {i}")
-            elif a.access in ("write", "readwrite"):
-                parts.append(f"Tensor({next(letters)}!) {i}")
-                mutated.append(i)
-            else:
-                parts.append(f"Tensor {i}")
-        schema = "(" + ", ".join(parts + ["int? num_warps", "int? num_stages"]) + ") -> ()"
+        args = [self.arg_ident["abi:" + a.name] for a in public]
+        schema, mutated = op_schema(
+            [(i, "scalar" if not a.is_view else "written" if a.access in ("write", "readwrite") else "in",
+              a.value.type.dtype) for i, a in zip(args, public)], ["int? num_warps", "int? num_stages"])
         sig = ", ".join(args + ["num_warps", "num_stages"])
-        name = re.sub(r"[^A-Za-z0-9_]", "_", self.k.name)
+        name = op_ident(self.k.name)
         return [
             f"_TORCH_OP_NAME = 'intent_eqsat::{name}_{digest}'",
             "",

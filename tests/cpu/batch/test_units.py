@@ -229,9 +229,10 @@ def test_report_md_lists_remarks_and_states_the_costs_unit_and_sizes(tmp_path):
     remarks = md.split("## Remarks", 1)[1].split("##", 1)[0]
     assert "- `a/softmax.kir` (triton): kernel softmax, softmax.s2.e6: online renormalization not applied" in remarks
     assert "row_sum" not in remarks
-    assert "time per launch in seconds on the target, at sizes `M=4096`, `N=8192` (other symbols 1024)" in md
+    assert ("time per launch in seconds on the target, at sizes `M=4096`, `N=8192` (other symbols: a window extent "
+            "3, any other 1024;") in md
     assert "| predicted cost (s) |" in md
     header["config"].pop("sizes")
     report.write_markdown(path, header, entries[1:], {})
     md = path.read_text()
-    assert "every size symbol 1024 (no `--sizes` given)" in md and "## Remarks\n\nnone" in md
+    assert "no `--sizes` given (every symbol: a window extent 3, any other 1024" in md and "## Remarks\n\nnone" in md
