@@ -444,12 +444,18 @@ class CostModel:
         self.max_frag_words = min(float(t.registers_per_block) - self.cp.base_registers * threads,
                                   float(t.max_registers_per_thread - self.cp.base_registers) * threads)
         # caches (static per export)
-        self._small: dict[str, str] = _extract(export)[0]
-        self._term_memo: dict[str, T] = {}
+        # what depends on the export alone is computed once per export and shared by its models (one model per
+        # tile binding and size environment; ``Export.statics``)
+        statics = getattr(export, "statics", None)
+        statics = statics if isinstance(statics, dict) else {}
+        if "small" not in statics:
+            statics["small"] = _extract(export)[0]
+        self._small: dict[str, str] = statics["small"]
+        self._term_memo: dict[str, T] = statics.setdefault("terms", {})
         self._ty_memo: dict[str, _TyInfo] = {}
         self._val_ty_memo: dict[str, _TyInfo] = {}
-        self._list_memo: dict[str, list[str]] = {}
-        self._attr_memo: dict[str, dict] = {}
+        self._list_memo: dict[str, list[str]] = statics.setdefault("lists", {})
+        self._attr_memo: dict[str, dict] = statics.setdefault("attrs", {})
         self._static_memo: dict[str, _OpStatic] = {}
         self._value_memo: dict[str, float | None] = {}
         self._trip_memo: dict[str, float] = {}

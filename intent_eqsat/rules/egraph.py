@@ -7,7 +7,7 @@ Python (fast on large graphs, no per-node Python callback inside egglog).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from egglog import EGraph
@@ -27,6 +27,10 @@ class Export:
     root: str
     #: e-class of every node id that may appear as a child (constructor, primitive or rule-only function)
     eclass_of: dict[str, str] | None = None
+    #: what a cost model derives from the export alone, whatever the sizes (the smallest term of each class, its
+    #: decoded terms, lists and attributes): tile binding costs one export at hundreds of size environments
+    #: (``intent_eqsat.extract.cost.CostModel``); never part of equality
+    statics: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def size(self) -> int:
