@@ -259,6 +259,8 @@ class Optimized:
     available: bool = False
     raw: Any = None
     status: str = "unavailable"        # "ran" | "unavailable" (no intent_eqsat.rules.optimize) | "skipped"
+    #: kernel name -> other tile bindings its launcher picks by the launch's sizes (issue 24 item 4)
+    size_buckets: dict = field(default_factory=dict)
 
 
 def optimizer() -> Callable[..., Any] | None:
@@ -348,7 +350,8 @@ def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebo
     return Optimized(program=res.program, cost=getattr(res, "cost", None),
                      candidates=list(getattr(res, "candidates", None) or []),
                      remarks=list(getattr(res, "remarks", None) or []), report=report,
-                     params=dict(params) if params else None, available=True, raw=res, status="ran")
+                     params=dict(params) if params else None, available=True, raw=res, status="ran",
+                     size_buckets=dict(getattr(res, "size_buckets", None) or {}))
 
 
 def verify_gir(program: ir.Module) -> None:
@@ -371,22 +374,34 @@ def serializer(provider: str) -> Callable[..., str]:
 
 
 def serialize(program: ir.Module, *, provider: str, target: str, params: dict | None = None,
-              specializations: "Mapping[str, list[ir.Specialization]] | None" = None) -> dict[str, str]:
+              specializations: "Mapping[str, list[ir.Specialization]] | None" = None,
+              size_buckets: "Mapping[str, ir.SizeBuckets] | None" = None) -> dict[str, str]:
     """Kernel name -> generated source, for every kernel of ``program`` in module order. A kernel with
     ``specializations`` gets one source holding the general kernel, each specialized kernel and a launcher that
     dispatches on the symbols' values (a provider whose serializer takes no ``specializations`` raises
-    :class:`ProviderUnavailable`; :func:`run` asks first)."""
+    :class:`ProviderUnavailable`; :func:`run` asks first). ``size_buckets`` (the optimizer's other tile bindings
+    per kernel) are printed by a provider that declares ``PRINTS_SIZE_BUCKETS``; another prints the general
+    kernel alone (:func:`run` says so in a remark)."""
     fn = serializer(provider)
     out: dict[str, str] = {}
+    buckets = dict(size_buckets or {}) if prints_size_buckets(provider) else {}
     for k in program.kernels:
         specs = (specializations or {}).get(k.name)
+        kw: dict[str, Any] = {}
         if specs:
             if not prints_specializations(provider):
                 raise ProviderUnavailable(f"provider {provider!r} does not print KIR specializations")
-            out[k.name] = fn(program, k.name, target, params, specializations=specs)
-        else:
-            out[k.name] = fn(program, k.name, target, params)
+            kw["specializations"] = specs
+        if buckets.get(k.name) is not None:
+            kw["size_buckets"] = buckets[k.name]
+        out[k.name] = fn(program, k.name, target, params, **kw)
     return out
+
+
+def prints_size_buckets(provider: str) -> bool:
+    """Whether the provider's serializer prints size bucket variants with a launcher that picks among them."""
+    return bool(getattr(importlib.import_module(f"intent_eqsat.providers.{provider}"), "PRINTS_SIZE_BUCKETS",
+                        False))
 
 
 def prints_specializations(provider: str) -> bool:
@@ -528,8 +543,14 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
             budget=limits))
     sources: dict[str, str] = {}
     if provider is not None and stop_after not in ("optimize", "verify_gir"):
+        if optimized.size_buckets and not prints_size_buckets(provider):
+            optimized.remarks.append(
+                f"the {provider} provider prints one tile binding per kernel: the size bucket variants of "
+                f"{', '.join(sorted(optimized.size_buckets))} are not printed (the binding for the default sizes "
+                f"serves every launch; compile with sizes= for others)")
         sources = stage("serialize", lambda: serialize(program, provider=provider, target=target,
-                                                       params=optimized.params, specializations=specs))
+                                                       params=optimized.params, specializations=specs,
+                                                       size_buckets=optimized.size_buckets))
     return PipelineResult(kir=module, constructed=constructed, optimized=optimized, program=program,
                           sources=sources, timings=timings, target=target, provider=provider, options=opts,
                           rulebooks=rulebooks, specializations=specs)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from intent_eqsat.ir.builder import KernelBuilder, ModuleBuilder, RegionBuilder
 from intent_eqsat.ir.core import (AbiArg, CompileOptions, Kernel, Module, Op, ParamDecl, ProgramSpace, Region,
-                                  Segment, Specialization, Value, walk)
+                                  Segment, SizeBuckets, SizeVariant, Specialization, Value, walk)
 from intent_eqsat.ir.parser import parse_module
 from intent_eqsat.ir.printer import print_module
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleType, ViewType
@@ -20,6 +20,6 @@ from intent_eqsat.ir.interpret import interpret  # noqa: E402
 
 __all__ = ["parse_module", "print_module", "verify", "interpret", "VerificationError", "Module", "Kernel", "Op",
            "Region", "Value", "AbiArg", "CompileOptions", "ParamDecl", "ProgramSpace", "Segment", "Specialization",
-           "ScalarType",
+           "SizeVariant", "SizeBuckets", "ScalarType",
            "FragmentType", "ViewType", "BufferType", "TupleType", "ModuleBuilder", "KernelBuilder",
            "RegionBuilder", "walk"]

@@ -310,6 +310,46 @@ class Specialization:
     def label(self) -> str:
         return ", ".join(f"{s}={v}" for s, v in self.values)
 
+    @property
+    def tag(self) -> str:
+        """What the provider's module-level names of this kernel carry (``D64``: ``_D64_PARAMS``)."""
+        return "_".join(f"{''.join(c if c.isalnum() or c == '_' else '_' for c in s).strip('_')}{v}"
+                        for s, v in self.values)
+
+
+@dataclass(frozen=True, eq=False)
+class SizeVariant:
+    """Another tile binding of a general kernel's program for the launches whose shapes fall in some size buckets
+    (issue 24 item 4, ``intent_eqsat.rules.size_buckets``): the same structure and ABI with other tile sizes and
+    launch resources, verified on its own. ``module`` holds it as kernel ``kernel``."""
+
+    index: int
+    module: "Module"
+    kernel: str
+    binding: tuple[tuple[str, int], ...] = ()
+    params: dict | None = None
+
+    @property
+    def label(self) -> str:
+        return f"size bucket variant {self.index} (" + (", ".join(f"{n}={v}" for n, v in self.binding) or
+                                                        "no tile parameters") + ")"
+
+    @property
+    def tag(self) -> str:
+        return f"bucket{self.index}"
+
+
+@dataclass(frozen=True, eq=False)
+class SizeBuckets:
+    """The launch-time choice among a general kernel (variant 0) and its :class:`SizeVariant` s: a symbol's level
+    is the number of ``edges`` at or below its launch value, and ``table`` maps the levels of ``symbols`` (in
+    that order) to the variant to launch; level tuples it does not list launch the general kernel."""
+
+    symbols: tuple[str, ...]
+    edges: tuple[int, ...]
+    table: tuple[tuple[tuple[int, ...], int], ...]
+    variants: tuple[SizeVariant, ...]
+
 
 def walk(region: Region) -> Iterator[Op]:
     """All ops of a region and its nested regions, in pre-order (the order ``#n`` locations count)."""

@@ -52,6 +52,7 @@ from intent_eqsat.rules.decode import decode_kernel
 from intent_eqsat.rules.egraph import Export, KernelGraph
 from intent_eqsat.rules.encode import Provenance
 from intent_eqsat.rules import schedule as _schedule
+from intent_eqsat.rules import size_buckets as SB
 from intent_eqsat.rules.schedule import GroupRun, Limits, egraph_size, format_trace, make_limits, run_groups, workspace
 from intent_eqsat.rules.terms import T, from_json_choice
 
@@ -169,6 +170,10 @@ class KernelResult:
     fingerprint: str = ""
     #: the launch resources bound to the pick (threads per program, pipeline stages, index width)
     resources: dict[str, Any] = field(default_factory=dict)
+    #: other bindings for the size symbols the caller did not size, picked by the launcher (issue 24 item 4)
+    size_buckets: ir.SizeBuckets | None = None
+    #: the plan behind ``size_buckets`` with each variant's resources (report form)
+    bucket_report: dict[str, Any] | None = None
 
 
 @dataclass(eq=False)
@@ -181,6 +186,11 @@ class OptimizeResult:
     report: dict[str, Any]
     kernels: dict[str, KernelResult] = field(default_factory=dict, repr=False)
     params: dict | None = None
+
+    @property
+    def size_buckets(self) -> dict[str, ir.SizeBuckets]:
+        """Kernel name -> the other tile bindings its launcher picks by the launch's sizes (issue 24 item 4)."""
+        return {n: k.size_buckets for n, k in self.kernels.items() if k.size_buckets is not None}
 
     @property
     def groups(self) -> list[str]:
@@ -387,6 +397,77 @@ def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:
     return bind
 
 
+def _free_symbols(kernel: Kernel, sizes: Mapping[str, int]) -> list[str]:
+    """The shape symbols of ``kernel``'s views that ``sizes`` does not give, in ABI order."""
+    from intent_eqsat.ir.launch import free_symbols
+    out: list[str] = []
+    for a in kernel.abi:
+        if not a.is_view:
+            continue
+        for e in a.value.type.shape:
+            for s in sorted(free_symbols(e)) if not isinstance(e, int) else ():
+                if s not in sizes and s not in out and s not in TILES.NAMES:
+                    out.append(s)
+    return out
+
+
+def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, target: str, cost: Any,
+                     doms: dict, tile_defaults: dict[str, int], tile_decls: list, finish: Callable[[Kernel], Kernel],
+                     ranked: list) -> tuple[ir.SizeBuckets | None, dict | None]:
+    """Other tile bindings of the extracted structure for the size symbols the caller did not size, and the
+    launch-time table that picks among them (:mod:`intent_eqsat.rules.size_buckets`; issue 24 item 4). Each
+    variant is bound, given its launch resources at the sizes it was chosen for, range-narrowed like the general
+    kernel and verified (a failure names it). None without free symbols or without the roofline model."""
+    from intent_eqsat.extract.cost import RooflineCost
+    from intent_eqsat.providers.targets import get_target
+    if not isinstance(cost, RooflineCost):
+        return None, None
+    free = _free_symbols(decoded, cost.sizes)
+    if not free:
+        return None, None
+    tgt = get_target(target)
+    warp = int(getattr(tgt, "warp_size", 32) or 32)
+
+    def model_at(env: Mapping[str, int]) -> RooflineCost:
+        return RooflineCost(cost.target, {**cost.sizes, **env}, provider=cost.provider, cost_params=cost.cost_params)
+
+    def rank(env: Mapping[str, int], pool: Sequence[dict] | None) -> list[tuple[float, dict]]:
+        at = _binding_cost(model_at(env), target, tile_defaults)
+        if pool is None:
+            return TILES.choose(decoded, TILES.binding_domains(doms, tgt, env), lambda b: at(decoded, b),
+                                min_lanes=warp, keep=SB.POOL)
+        names = TILES.used(decoded)
+        out = [(at(decoded, b), dict(b)) for b in pool]
+        out = [(c if c == c else math.inf, b) for c, b in out]
+        return sorted(out, key=lambda cb: (cb[0], tuple(cb[1].get(n, 0) for n in names)))
+
+    plan = SB.plan(free, dict(cost.sizes), ranked, rank)
+    if plan is None:
+        return None, None
+    module = _module_with(program, decoded, options, target, tile_decls)
+    variants, resources = [], [None]
+    for i in range(1, len(plan.bindings)):
+        env = dict(plan.envs[i])
+        bound = _resource_binder(model_at(env), target)(TILES.bind(decoded, dict(plan.bindings[i]), module))
+        bound = finish(bound)
+        bound = replace(bound, name=f"{decoded.name}__bucket{i}")
+        try:
+            ir.verify(_module_with(program, bound, options, target))
+        except VerificationError as err:
+            raise GroupVerificationError(f"size bucket variant {i}", decoded.name, err) from err
+        variants.append(ir.SizeVariant(i, _module_with(program, bound, options, target), bound.name,
+                                       plan.bindings[i]))
+        resources.append({"threads": bound.space.threads, "stages": bound.space.stages,
+                          "index_bits": bound.space.index_bits})
+    table = tuple((levels, v) for levels, v in plan.table if v != 0)
+    buckets = ir.SizeBuckets(plan.symbols, SB.EDGES, table, tuple(variants))
+    report = plan.as_dict()
+    for v, r in zip(report["variants"], resources):
+        if r is not None:
+            v["resources"] = r
+    return buckets, report
+
+
 def _calibrated(cost: Any, target: str, decoded: Kernel, fp: str, ranked: list) -> tuple[list, Any, str | None]:
     """The tile bindings re-ranked by the cost's calibration (measured times of structure ``fp`` at these sizes),
     the measurement of the chosen binding (its launch resources are bound) and a remark saying what was used."""
@@ -532,6 +613,11 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         res.breakdown = _breakdown(ext_cost, export, choice, export.root)
     res.resources = {"threads": bound.space.threads, "stages": bound.space.stages,
                      "index_bits": bound.space.index_bits}
+    if measured is None and not calibrated:
+        t = time.perf_counter()
+        res.size_buckets, res.bucket_report = _bucket_variants(
+            decoded, program, options, target, cost, doms, tile_defaults, tile_decls, finish, ranked)
+        _phase(phases, "buckets", t)
     t = time.perf_counter()
     model = getattr(_node_cost(ext_cost, export), "__self__", None)
     if model is not None and hasattr(model, "evaluate") and hasattr(model, "extract"):
@@ -666,6 +752,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
         "sizes": dict(getattr(cost, "sizes", None) or {}),
         "kernels": {n: {"cost": r.cost, "egraph_size": r.egraph_size, "binding": dict(r.binding),
                         "resources": dict(r.resources),
+                        **({"size_buckets": r.bucket_report} if r.bucket_report else {}),
                         "decisions": [d.as_dict() for d in r.decisions],
                         "groups": [x.as_dict(timings=trace) for x in r.runs],
                         "candidates": [c.as_dict() for c in r.candidates]} for n, r in results.items()},

@@ -31,7 +31,7 @@ import ml_dtypes
 import numpy as np
 
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import AbiArg, Op, Region, Specialization, Value, walk
+from intent_eqsat.ir.core import AbiArg, Op, Region, SizeBuckets, SizeVariant, Specialization, Value, walk
 from intent_eqsat.ir.index_bounds import INDEX32_LIMIT
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     format_launch_expr, free_symbols, views_read)
@@ -70,7 +70,8 @@ _APPROX = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2
 
 def serialize(module, kernel_name: str, target: "Target | str", params: dict[str, int] | None = None, *,
               num_warps: int | None = None, num_stages: int | None = None, verify: bool = True,
-              specializations: "Sequence[Specialization]" = (), **legalize_options: Any) -> str:
+              specializations: "Sequence[Specialization]" = (), size_buckets: "SizeBuckets | None" = None,
+              **legalize_options: Any) -> str:
     """Triton source for one kernel of a module with physical parameters bound (``params`` overrides the declared
     defaults; ``num_warps`` / ``num_stages`` override the program's bound resources, see :func:`legalize`).
 
@@ -82,17 +83,25 @@ def serialize(module, kernel_name: str, target: "Target | str", params: dict[str
     each verified and legalized the same way with its own parameters and printed in the same module with its own
     launcher (``_launch_<values>``); ``launch()`` calls the one whose symbol values the launch's shapes give, when
     the caller chose no parameters or launch resources, and the general kernel otherwise.
+
+    ``size_buckets`` (issue 24 item 4, ``intent_eqsat.rules.size_buckets``): other tile bindings of the same
+    program, each verified and printed the same way (``_launch_bucket<i>``); when no specialization takes the
+    launch and the caller chose nothing, ``launch()`` computes each bucket symbol's level from the shapes and
+    calls the variant ``BUCKET_TABLE`` names (the general kernel where it names none).
     """
     target = get_target(target)
     printers = []
+    variants = list(size_buckets.variants) if size_buckets is not None else []
     for i, (mod, name, prm, spec) in enumerate([(module, kernel_name, params, None)]
-                                               + [(s.module, s.kernel, s.params, s) for s in specializations]):
+                                               + [(s.module, s.kernel, s.params, s) for s in specializations]
+                                               + [(v.module, v.kernel, v.params, v) for v in variants]):
         if verify:
             _shared_verify(mod)
         plan = legalize(mod, name, target, prm, num_warps=num_warps if i == 0 else None,
                         num_stages=num_stages if i == 0 else None, **legalize_options)
         configs = _configs(mod, name, target, plan, plan.num_warps, plan.num_stages, legalize_options)
         printers.append(_Printer(plan, configs, spec))
+    printers[0].buckets = size_buckets
     return printers[0].module_source(printers[1:])
 
 
@@ -354,7 +363,10 @@ class _Printer:
         # a specialized kernel's module-level names carry its values (``_D64_PARAMS``, ``_launch_D64``) so that it
         # sits in the general kernel's module; the general kernel's names are the module's public ones
         self.spec = spec
-        tag = "_".join(f"{_ident(s).strip('_')}{v}" for s, v in spec.values) if spec is not None else ""
+        #: a size-bucket variant's launcher is called by launch() only, after its checks (none of its own)
+        self.trusted = isinstance(spec, SizeVariant)
+        self.buckets: "SizeBuckets | None" = None
+        tag = spec.tag if spec is not None else ""
         self.ns = f"_{tag}_" if spec is not None else ""
         self.launch_name = f"_launch_{tag}" if spec is not None else "launch"
         self.helpers: set[str] = set()
@@ -587,6 +599,10 @@ class _Printer:
                    f"Do not edit: regenerate from the GPU IR.")
         for sp in specialized:
             sbound = ", ".join(f"{n}={v}" for n, v in sp.p.params.items()) or "none"
+            if sp.trusted:
+                out.append(f"# {sp.spec.label[0].upper() + sp.spec.label[1:]}: GPU IR kernel @{sp.k.name}, the same program with "
+                           f"other tile sizes; launch() picks it by BUCKET_TABLE.")
+                continue
             out.append(f"# KIR specialization {sp.spec.label} (SPEC IR-2): GPU IR kernel @{sp.k.name} (KIR origin "
                        f"{sp.k.origin}), parameters bound: {sbound}; launch() picks it for those values.")
         out.append("import triton")
@@ -695,8 +711,16 @@ class _Printer:
                          f"SubscriptOutOfRange")
             lines.extend(f"    ({bit}, {msg!r})," for bit, msg in self.checks)
             lines.append("]")
-        if self.spec is not None:
+        if isinstance(self.spec, Specialization):
             lines.append(f"{ns}VALUES = " + _dict_src(dict(self.spec.values)) + "  # the KIR specialization")
+        if self.buckets is not None:
+            b = self.buckets
+            lines.append(f"BUCKET_SYMBOLS = {tuple(b.symbols)!r}  # a symbol's level: how many BUCKET_EDGES "
+                         f"are at or below its value")
+            lines.append(f"BUCKET_EDGES = {tuple(b.edges)!r}")
+            lines.append("BUCKET_TABLE = {  # levels of BUCKET_SYMBOLS -> size bucket variant (absent: this kernel)")
+            lines.extend(f"    {tuple(levels)!r}: {v}," for levels, v in b.table)
+            lines.append("}")
         return lines
 
     # -- launcher --------------------------------------------------------------------------------------------
@@ -752,7 +776,9 @@ class _Printer:
         else:
             control = ["*", "params=None", f"num_warps={p.num_warps}", f"num_stages={p.num_stages}"]
         L.extend(_wrap_def(f"def {self.launch_name}(", params_in + control, "):"))
-        if self.spec is not None:
+        if self.trusted:
+            L.append(f'    """Launch @{k.name}, the {self.spec.label}: called by launch() after its checks."""')
+        elif self.spec is not None:
             L.append(f'    """Launch @{k.name}, the KIR specialization {self.spec.label}, as launch() does."""')
         else:
             L.append(f'    """Launch @{k.name}: views are torch tensors, scalars Python numbers; shapes and strides '
@@ -762,8 +788,12 @@ class _Printer:
             L.append('    (or one of CONFIGS via ``params``)."""' if not specialized else
                      '    (or one of CONFIGS via ``params``). With no params, num_warps or num_stages given, the '
                      'launch goes to')
-            if specialized:
-                L.append('    the KIR specialization whose values the shapes give (SPEC IR-2), if there is one."""')
+            if specialized and all(sp.trusted for sp in specialized):
+                L.append('    the size bucket variant BUCKET_TABLE names for the shapes\' levels, if it names one."""')
+            elif specialized:
+                L.append('    the KIR specialization whose values the shapes give (SPEC IR-2), if there is one'
+                         + (', else to the size bucket variant BUCKET_TABLE names."""'
+                            if any(sp.trusted for sp in specialized) else '."""'))
         L.append("    import torch")
         if self.spec is None:
             L.append("    if _TORCH_OP is not None and torch.compiler.is_compiling():  # recorded as the custom op")
@@ -795,10 +825,12 @@ class _Printer:
                 continue
             i = self.arg_ident["abi:" + a.name]
             t = a.value.type
-            L.append(f"    if not isinstance({i}, torch.Tensor) or {i}.dtype != torch.{TORCH[t.dtype]} or "
-                     f"{i}.dim() != {t.rank}:")
-            L.append(f"        raise TypeError(f'{a.name}: expected a torch.{TORCH[t.dtype]} tensor of rank {t.rank}"
-                     f", got {{getattr({i}, \"dtype\", type({i}))}} of shape {{tuple(getattr({i}, \"shape\", ()))}}')")
+            if not self.trusted:
+                L.append(f"    if not isinstance({i}, torch.Tensor) or {i}.dtype != torch.{TORCH[t.dtype]} or "
+                         f"{i}.dim() != {t.rank}:")
+                L.append(f"        raise TypeError(f'{a.name}: expected a torch.{TORCH[t.dtype]} tensor of rank "
+                         f"{t.rank}, got {{getattr({i}, \"dtype\", type({i}))}} of shape "
+                         f"{{tuple(getattr({i}, \"shape\", ()))}}')")
             for axis, e in enumerate(t.shape):
                 if isinstance(e, Sym) and e.name not in bound:
                     L.append(f"    {self.arg_ident['sym:' + e.name]} = {i}.shape[{axis}]")
@@ -814,14 +846,18 @@ class _Printer:
         for sym, (view, axis, others) in p.shape_products.items():
             i = self.arg_ident["abi:" + view]
             known = " * ".join(f"({self.launcher_le(f)})" for f in others) or "1"
-            L.append(f"    if ({known}) <= 0 or {i}.shape[{axis}] % ({known}) != 0:")
-            L.append(f"        raise ValueError(f'{view}: extent {axis} is {{{i}.shape[{axis}]}}, not a multiple of the "
-                     f"known factors of its extent {format_launch_expr(self.abi[view].value.type.shape[axis])}')")
+            if not self.trusted:
+                L.append(f"    if ({known}) <= 0 or {i}.shape[{axis}] % ({known}) != 0:")
+                L.append(f"        raise ValueError(f'{view}: extent {axis} is {{{i}.shape[{axis}]}}, not a multiple "
+                         f"of the known factors of its extent "
+                         f"{format_launch_expr(self.abi[view].value.type.shape[axis])}')")
             L.append(f"    {self.arg_ident['sym:' + sym]} = {i}.shape[{axis}] // ({known})")
-        L.extend(checks)
-        views = [(a.name, self.arg_ident["abi:" + a.name], a.alias) for a in public if a.is_view]
-        written = [v for v, a in zip(views, [a for a in public if a.is_view]) if a.access in ("write", "readwrite")]
-        L.extend(overlap_check_call(k.name, written, views))
+        if not self.trusted:
+            L.extend(checks)
+            views = [(a.name, self.arg_ident["abi:" + a.name], a.alias) for a in public if a.is_view]
+            written = [v for v, a in zip(views, [a for a in public if a.is_view])
+                       if a.access in ("write", "readwrite")]
+            L.extend(overlap_check_call(k.name, written, views))
         if specialized:
             L.extend(self._dispatch(specialized))
         devs = [self.arg_ident["abi:" + a.name] for a in k.abi if a.is_view and not a.private]
@@ -895,17 +931,33 @@ class _Printer:
     def _dispatch(self, specialized: "Sequence[_Printer]") -> list[str]:
         """The general launcher's hand-off to a specialization: after the general checks bound the symbols."""
         mine = {a.name: self.arg_ident["abi:" + a.name] for a in self._public()}
-        L = ["    # KIR specializations (SPEC IR-2): the physical kernel built for these symbol values"]
+        specs = [sp for sp in specialized if not sp.trusted]
+        variants = [sp for sp in specialized if sp.trusted]
+        L = ["    # KIR specializations (SPEC IR-2): the physical kernel built for these symbol values" if specs else
+             "    # size bucket variants: the tile binding the cost model chose for these sizes (BUCKET_TABLE)"]
         L.append("    if params is None and num_warps is None and num_stages is None:")
         for sp in specialized:
             theirs = [a.name for a in sp._public()]
             if sorted(theirs) != sorted(mine):
-                raise AssertionError(f"specialization {sp.spec.label} of {self.k.name} has the public ABI "
+                raise AssertionError(f"{sp.spec.label} of {self.k.name} has the public ABI "
                                      f"{theirs}, the general kernel {sorted(mine)}")
+        for sp in specs:
+            theirs = [a.name for a in sp._public()]
             cond = " and ".join(f"{self.arg_ident['sym:' + sym]} == {val}" for sym, val in sp.spec.values)
             L.append(f"        if {cond}:")
             L.extend(_wrap_def(f"            return {sp.launch_name}(",
                                [f"{sp.arg_ident['abi:' + n]}={mine[n]}" for n in theirs], ")"))
+        if variants and self.buckets is not None:
+            levels = []
+            for sym in self.buckets.symbols:
+                local = self.arg_ident["sym:" + sym]
+                levels.append(" + ".join(f"({local} >= {e})" for e in self.buckets.edges))
+            L.extend(_wrap_def("        _bucket = BUCKET_TABLE.get((", levels, ",))" if len(levels) == 1 else "))"))
+            for sp in variants:
+                theirs = [a.name for a in sp._public()]
+                L.append(f"        if _bucket == {sp.spec.index}:")
+                L.extend(_wrap_def(f"            return {sp.launch_name}(",
+                                   [f"{sp.arg_ident['abi:' + n]}={mine[n]}" for n in theirs], ")"))
         L.append("    num_warps = LAUNCH_OPTIONS['num_warps'] if num_warps is None else num_warps")
         L.append("    num_stages = LAUNCH_OPTIONS['num_stages'] if num_stages is None else num_stages")
         return L
