@@ -71,6 +71,11 @@ def tool_version() -> str:
     return f"{intent_eqsat.__version__}+src.{source_fingerprint()[:16]}"
 
 
+def _size_buckets_enabled() -> bool:
+    from intent_eqsat.rules.size_buckets import enabled
+    return enabled()
+
+
 def job_key(job: dict, rulebook_versions: Any) -> str:
     """The cache key of a job (see the module docstring); the path is deliberately not part of it."""
     from intent_eqsat import pipeline
@@ -95,6 +100,8 @@ def job_key(job: dict, rulebook_versions: Any) -> str:
         "budget": pipeline.make_budget(job.get("budget")).key() if optimize else None,
         # KIR specializations change the printed module (more kernels, a dispatching launcher)
         "specialize": {k: list(v) for k, v in sorted(job["specialize"].items())} if job.get("specialize") else None,
+        # size bucket variants change the printed module ($INTENT_EQSAT_SIZE_BUCKETS)
+        "size_buckets": _size_buckets_enabled() if optimize else None,
         "tool": tool_version(),
     }
     if job["kind"] == "check":

@@ -3,15 +3,16 @@
 Without ``sizes=`` the cost model judges every size symbol the caller did not give at 1024, so one binding
 (chosen for 1024 x 1024 x 1024) served every launch: a 4096^3 GEMM ran 0.57x cuBLAS with it. Here the optimizer
 keeps the extracted structure and asks the same model which binding is best when those symbols take other values:
-each free symbol at one of :data:`LEVELS` (128, 1024, 8192: a factor 8 apart around the model's default). It keeps
+each free symbol at one of :data:`LEVELS` (128 to 65536, a factor 8 apart, 1024 the model's default). It keeps
 at most :data:`MAX_VARIANTS` bindings, and the launcher picks one by the launch's shapes: a symbol's level is where
 its value falls between the geometric midpoints :data:`EDGES`, and the plan's table maps the levels of
 :attr:`BucketPlan.symbols` to a binding. Nothing is timed: the same input gives the same plan on every machine
 (like a ``triton.autotune`` key whose choice the model makes at compile time).
 
 Cost of planning (the binding phase costs every binding once per size environment): the bindings are fully ranked
-at the default environment and at the two uniform extremes (every free symbol at the lowest, at the highest
-level); the other environments rank only the union of those rankings' best :data:`POOL` bindings. With more than
+at the default environment and at each uniform level (every free symbol at that level, with whole-row tiles of
+that level's extent among the candidates); the other environments rank only the union of those rankings' best
+:data:`POOL` bindings. With more than
 :data:`MAX_SYMBOLS` free symbols, only the symbols whose level changes the best binding on their own are bucketed
 (at most :data:`MAX_SYMBOLS`, the ones whose change gains the most first).
 
@@ -27,18 +28,30 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import os
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-#: the value a free symbol takes at each level (a factor 8 apart; the middle one is the model's default size)
-LEVELS = (128, 1024, 8192)
+#: the value a free symbol takes at each level (a factor 8 apart; 1024 is the model's default size). The top level
+#: is there for row counts: 65536 rows want more rows per program than 8192 do (softmax over 65536 x 128 ran 2.1x
+#: slower with the 8192-row binding than with its own on the H200, bench/results/h200_size_buckets_2026-12-02)
+LEVELS = (128, 1024, 8192, 65536)
 #: a launch value below EDGES[i] is at level i (the geometric midpoints of :data:`LEVELS`)
-EDGES = (362, 2896)
+EDGES = (362, 2896, 23170)
 MAX_SYMBOLS = 3
 MAX_VARIANTS = 6
-POOL = 8
+POOL = 4
+
+#: set to ``off`` to compile one binding per kernel, as before size buckets (planning adds 30-70% to a compile;
+#: the test suite sets it, and the tests of size buckets turn it back on)
+ENV_SWITCH = "INTENT_EQSAT_SIZE_BUCKETS"
 
 Binding = dict[str, int]
+
+
+def enabled() -> bool:
+    """Whether the optimizer plans size buckets (``$INTENT_EQSAT_SIZE_BUCKETS`` is not ``off``/``0``/``false``)."""
+    return os.environ.get(ENV_SWITCH, "on").strip().lower() not in ("off", "0", "false", "no")
 #: rank(env, pool): (cost, binding) cheapest first at size environment ``env``, over ``pool`` (None: every binding)
 Ranker = Callable[[Mapping[str, int], "Sequence[Binding] | None"], list[tuple[float, Binding]]]
 
@@ -95,8 +108,7 @@ def plan(free: Sequence[str], base_env: Mapping[str, int], default: Sequence[tup
     # a free symbol that is not bucketed stays at the middle level (the model's default size)
     base_env = {**base_env, **{s: LEVELS[mid] for s in free}}
     pool: dict[tuple, Binding] = {}
-    for ranked in (default, rank(_env(base_env, free, [0] * len(free)), None),
-                   rank(_env(base_env, free, [len(LEVELS) - 1] * len(free)), None)):
+    for ranked in (default, *(rank(_env(base_env, free, [lv] * len(free)), None) for lv in range(len(LEVELS)))):
         for c, b in ranked[:POOL]:
             if math.isfinite(c):
                 pool.setdefault(_key(b), dict(b))
@@ -189,4 +201,4 @@ def _choose_variants(general: tuple, grid: Sequence[tuple[int, ...]],
     return chosen
 
 
-__all__ = ["LEVELS", "EDGES", "MAX_SYMBOLS", "MAX_VARIANTS", "POOL", "BucketPlan", "level_of", "plan"]
+__all__ = ["ENV_SWITCH", "enabled", "LEVELS", "EDGES", "MAX_SYMBOLS", "MAX_VARIANTS", "POOL", "BucketPlan", "level_of", "plan"]

@@ -111,15 +111,11 @@ def choose(kernel: Kernel, doms: Mapping[str, Sequence[int]], cost_of: Callable[
     if not names:
         return [(cost_of({}), {})]
     ranked = []
-    lanes = [n for n in names if n in OWNERSHIP + MEMBERS]
     combos = [dict(zip(names, (int(c) for c in combo))) for combo in itertools.product(*(sorted(doms[n])
                                                                                          for n in names))]
 
     def narrow(binding: dict[str, int]) -> bool:
-        if lanes and math.prod(binding[n] for n in lanes) < min_lanes:
-            return True
-        # a narrow row tile only where a member tile of a reduction fills the lanes
-        return "TILE_R" not in binding and any(binding[n] < min_lanes for n in lanes)
+        return too_narrow(binding, min_lanes)
 
     # the lane filters are preferences: a domain they exclude entirely (tile candidates all narrower than a warp)
     # is still costed, whole
@@ -129,6 +125,16 @@ def choose(kernel: Kernel, doms: Mapping[str, Sequence[int]], cost_of: Callable[
         ranked.append((c if c == c else math.inf, binding))
     ranked.sort(key=lambda cb: (cb[0], tuple(cb[1][n] for n in names)))
     return ranked[:keep]
+
+
+def too_narrow(binding: Mapping[str, int], min_lanes: int) -> bool:
+    """Whether :func:`choose` skips ``binding``: its ownership and member tiles together hold fewer than
+    ``min_lanes`` members, or one of them is narrower than ``min_lanes`` in a program without a member tile."""
+    lanes = [n for n in binding if n in OWNERSHIP + MEMBERS]
+    if lanes and math.prod(binding[n] for n in lanes) < min_lanes:
+        return True
+    # a narrow row tile only where a member tile of a reduction fills the lanes
+    return "TILE_R" not in binding and any(binding[n] < min_lanes for n in lanes)
 
 
 def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
@@ -145,4 +151,4 @@ def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
     return inline_single_trip_loops(parse_module(bound).kernels[0])
 
 
-__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "KEYS", "SIZED_MAX", "domains", "binding_domains", "defaults", "decls", "used", "choose", "bind"]
+__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "KEYS", "SIZED_MAX", "domains", "binding_domains", "defaults", "decls", "used", "choose", "too_narrow", "bind"]

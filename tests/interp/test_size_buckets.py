@@ -36,6 +36,12 @@ kernel sm(X: f32[R, C], Y: out f32[R, C]) {
 """
 
 
+@pytest.fixture(autouse=True)
+def _size_buckets_on(monkeypatch):
+    """The suite turns planning off (tests/conftest.py); these tests are about it."""
+    monkeypatch.setenv(SB.ENV_SWITCH, "on")
+
+
 def _spy_all(mod, n: int) -> list[int]:
     """Record which bucket launcher runs (the general launch() dispatches through the module globals)."""
     ran: list[int] = []

@@ -29,24 +29,32 @@ def _ranker(best_tile):
     return rank, calls
 
 
+@pytest.fixture(autouse=True)
+def _size_buckets_on(monkeypatch):
+    """The suite turns planning off (tests/conftest.py); these tests are about it."""
+    monkeypatch.setenv(SB.ENV_SWITCH, "on")
+
+
 def test_level_of_uses_the_geometric_midpoints() -> None:
-    assert [SB.level_of(v) for v in (1, 361, 362, 2895, 2896, 10 ** 9)] == [0, 0, 1, 1, 2, 2]
-    assert SB.LEVELS[SB.level_of(1024)] == 1024 and SB.level_of(SB.LEVELS[0]) == 0 and SB.level_of(SB.LEVELS[2]) == 2
+    assert [SB.level_of(v) for v in (1, 361, 362, 2895, 2896, 23169, 23170, 10 ** 9)] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert all(SB.level_of(v) == i for i, v in enumerate(SB.LEVELS)) and SB.LEVELS[SB.level_of(1024)] == 1024
 
 
 def test_a_binding_that_follows_one_symbol_gives_one_variant_per_level() -> None:
-    rank, _ = _ranker(lambda env: {128: 16, 1024: 64, 8192: 256}[env["N"]])
+    rank, _ = _ranker(lambda env: {128: 16, 1024: 64, 8192: 256, 65536: 256}[env["N"]])
     default = rank({"M": 1024, "N": 1024}, None)
     plan = SB.plan(["M", "N"], {}, default, rank)
     assert plan is not None and plan.symbols == ("M", "N")
-    assert [dict(b)["T"] for b in plan.bindings] == [64, 16, 256]        # variant 0: the default's binding
+    tiles = [dict(b)["T"] for b in plan.bindings]
+    assert tiles[0] == 64 and sorted(tiles) == [16, 64, 256]          # variant 0: the default's binding
     for m in (5, 1000, 9000):
         assert dict(plan.bindings[plan.variant_for({"M": m, "N": 100})])["T"] == 16
         assert dict(plan.bindings[plan.variant_for({"M": m, "N": 1500})])["T"] == 64
         assert dict(plan.bindings[plan.variant_for({"M": m, "N": 5000})])["T"] == 256
+        assert dict(plan.bindings[plan.variant_for({"M": m, "N": 10 ** 6})])["T"] == 256
     # each variant is bound at the largest sizes it serves
-    assert dict(plan.envs[2]) == {"M": 8192, "N": 8192}
-    assert plan.as_dict()["table"][0] == [[0, 0], 1]
+    assert dict(plan.envs[tiles.index(256)]) == {"M": 65536, "N": 65536}
+    assert plan.as_dict()["table"][0] == [[0, 0], tiles.index(16)]
 
 
 def test_one_binding_best_everywhere_gives_no_plan() -> None:
@@ -64,13 +72,13 @@ def test_given_sizes_stay_fixed_and_only_free_symbols_vary() -> None:
 
 
 def test_with_more_than_three_free_symbols_only_those_that_change_the_binding_are_bucketed() -> None:
-    rank, calls = _ranker(lambda env: {128: 16, 1024: 64, 8192: 256}[env["D"]])
+    rank, calls = _ranker(lambda env: {128: 16, 1024: 64, 8192: 256, 65536: 256}[env["D"]])
     free = ["Z", "H", "S", "D"]
     plan = SB.plan(free, {}, rank({s: 1024 for s in free}, None), rank)
     assert plan is not None and plan.symbols == ("D",)
     assert len(plan.table) == len(SB.LEVELS)
-    # two full rankings (the uniform extremes) beyond this test's default one; the others rank the pool only
-    assert sum(1 for _, full in calls if full) == 1 + 2
+    # a full ranking per uniform level beyond this test's default one; the others rank the pool only
+    assert sum(1 for _, full in calls if full) == 1 + len(SB.LEVELS)
 
 
 def test_at_most_max_variants_and_the_plan_is_deterministic() -> None:
