@@ -111,6 +111,7 @@ class CompiledKernel:
             bound = _binding_text(facts.get("binding"), facts.get("resources"))
             if bound:
                 lines.append(f"bound: {bound}")
+            lines.extend(_buckets_text(facts.get("size_buckets")))
             mine_k = [c for c in self.candidates if getattr(c, "kernel", None) in (None, self.kernel_name)]
             runner = mine_k[0] if mine_k else None
             runner_cost = getattr(runner, "cost", runner) if runner is not None else None
@@ -270,6 +271,21 @@ def _binding_text(binding: Any, resources: Any) -> str:
     if res.get("stages"):
         parts.append(f"{res['stages']} stages")
     return ", ".join(parts)
+
+
+def _buckets_text(plan: Any) -> list[str]:
+    """The size bucket variants the launcher picks among (``report["kernels"][k]["size_buckets"]``), one line each."""
+    if not isinstance(plan, Mapping) or not plan.get("variants"):
+        return []
+    table = [(tuple(k), v) for k, v in plan.get("table") or ()]
+    out = [f"size buckets over {', '.join(plan['symbols'])} (levels {', '.join(map(str, plan['levels']))}; "
+           f"launch() picks by the shapes):"]
+    for i, v in enumerate(plan["variants"]):
+        served = sum(1 for _, w in table if w == i)
+        at = ", ".join(f"{n}={x}" for n, x in sorted(v["bound_at"].items()))
+        res = _binding_text(v["binding"], v.get("resources")) if i else "the binding above"
+        out.append(f"  variant {i}: {res}; {served} of {len(table)} level tuples; {_seconds(v['cost'])} at {at}")
+    return out
 
 
 def _num(x: float | None) -> str:

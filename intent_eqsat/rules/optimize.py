@@ -436,36 +436,8 @@ def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, 
         if pool is None:      # with the whole-row tiles of this environment's extents among the candidates
             return TILES.choose(decoded, TILES.binding_domains(doms, tgt, env), lambda b: at(decoded, b),
                                 min_lanes=warp, keep=SB.POOL)
-        names = TILES.used(decoded)
-        dom = TILES.binding_domains(doms, tgt, env)
-        costed: dict[tuple, tuple[float, dict]] = {}
-
-        def cost_of(b: dict) -> tuple[float, dict]:
-            key = tuple(b.get(n, 0) for n in names)
-            if key not in costed:
-                c = at(decoded, b)
-                costed[key] = (c if c == c else math.inf, dict(b))
-            return costed[key]
-
-        def order(cb: tuple[float, dict]) -> tuple:
-            return cb[0], tuple(cb[1].get(n, 0) for n in names)
-
-        best = min((cost_of(b) for b in pool), key=order)
-        # then up to two steps of descent from the pool's best: each tile one domain value up or down (a row
-        # tile of this environment's extent the pool, ranked at other sizes, may lack)
-        for _ in range(2):
-            near = []
-            for n in names:
-                vals = sorted(dom[n])
-                i = vals.index(best[1][n]) if best[1][n] in vals else None
-                for j in ((i - 1, i + 1) if i is not None else ()):
-                    if 0 <= j < len(vals) and not TILES.too_narrow({**best[1], n: vals[j]}, warp):
-                        near.append({**best[1], n: vals[j]})
-            step = min((cost_of(b) for b in near), key=order, default=best)
-            if order(step) >= order(best):
-                break
-            best = step
-        return sorted(costed.values(), key=order)
+        return SB.rank_pool(pool, TILES.binding_domains(doms, tgt, env), lambda b: at(decoded, b),
+                            TILES.used(decoded), lambda b: TILES.too_narrow(b, warp))
 
     plan = SB.plan(free, dict(cost.sizes), ranked, rank)
     if plan is None:

@@ -12,9 +12,9 @@ its value falls between the geometric midpoints :data:`EDGES`, and the plan's ta
 Cost of planning (the binding phase costs every binding once per size environment): the bindings are fully ranked
 at the default environment and at each uniform level (every free symbol at that level, with whole-row tiles of
 that level's extent among the candidates); the other environments rank only the union of those rankings' best
-:data:`POOL` bindings. With more than
-:data:`MAX_SYMBOLS` free symbols, only the symbols whose level changes the best binding on their own are bucketed
-(at most :data:`MAX_SYMBOLS`, the ones whose change gains the most first).
+:data:`POOL` bindings, refined by a short descent (:func:`rank_pool`). With more than :data:`MAX_SYMBOLS` free
+symbols, only the symbols whose level changes the best binding on their own are bucketed (at most
+:data:`MAX_SYMBOLS`, the ones whose change gains the most first).
 
 PASS-1 declaration (the optimizer's binding group):
   reads:       the extracted kernel with its tile parameters, the cost model, the free size symbols
@@ -143,6 +143,47 @@ def plan(free: Sequence[str], base_env: Mapping[str, int], default: Sequence[tup
     return BucketPlan(tuple(symbols), tuple(chosen[old] for old in used), table, tuple(envs), tuple(vcosts))
 
 
+#: descent steps from the pool's best binding at one level tuple (:func:`rank_pool`)
+DESCENT_STEPS = 2
+
+
+def rank_pool(pool: Sequence[Binding], domains: Mapping[str, Sequence[int]],
+              cost: Callable[[Binding], float], names: Sequence[str],
+              excluded: Callable[[Binding], bool]) -> list[tuple[float, Binding]]:
+    """``pool`` costed at one size environment, then up to :data:`DESCENT_STEPS` steps of descent from its best:
+    each tile of ``names`` one value of its domain up or down, unless ``excluded`` (the lane filter of
+    ``tiles.choose``). The pool was ranked at other sizes and may lack, say, a row tile of this environment's
+    extent. Every binding costed, cheapest first (ties: smaller tiles first)."""
+    costed: dict[tuple, tuple[float, Binding]] = {}
+
+    def cost_of(b: Binding) -> tuple[float, Binding]:
+        key = tuple(b.get(n, 0) for n in names)
+        if key not in costed:
+            c = cost(b)
+            costed[key] = (c if c == c else math.inf, dict(b))
+        return costed[key]
+
+    def order(cb: tuple[float, Binding]) -> tuple:
+        return cb[0], tuple(cb[1].get(n, 0) for n in names)
+
+    best = min((cost_of(b) for b in pool), key=order)
+    for _ in range(DESCENT_STEPS):
+        near = []
+        for n in names:
+            vals = sorted(domains[n])
+            if best[1].get(n) not in vals:
+                continue
+            i = vals.index(best[1][n])
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(vals) and not excluded({**best[1], n: vals[j]}):
+                    near.append({**best[1], n: vals[j]})
+        step = min((cost_of(b) for b in near), key=order, default=best)
+        if order(step) >= order(best):
+            break
+        best = step
+    return sorted(costed.values(), key=order)
+
+
 def _sensitive(free: Sequence[str], base_env: Mapping[str, int], bindings: Sequence[Binding], general: tuple,
                rank: Ranker, mid: int) -> list[str]:
     """The symbols whose level alone changes the best binding, the largest gain first (at most MAX_SYMBOLS), in
@@ -201,4 +242,5 @@ def _choose_variants(general: tuple, grid: Sequence[tuple[int, ...]],
     return chosen
 
 
-__all__ = ["ENV_SWITCH", "enabled", "LEVELS", "EDGES", "MAX_SYMBOLS", "MAX_VARIANTS", "POOL", "BucketPlan", "level_of", "plan"]
+__all__ = ["ENV_SWITCH", "enabled", "LEVELS", "EDGES", "MAX_SYMBOLS", "MAX_VARIANTS", "POOL", "DESCENT_STEPS",
+           "BucketPlan", "level_of", "plan", "rank_pool"]

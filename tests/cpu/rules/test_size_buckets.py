@@ -114,3 +114,28 @@ def test_gemm_without_sizes_launches_at_4096_cube_a_binding_within_10_percent_of
     at_default = estimate(general.kernel, "sm90", env).total
     assert got <= 1.10 * want, (variant.binding, got, sized.binding, want)
     assert at_default > got, "the variant is no better than the default binding at 4096^3"
+
+
+def test_explain_lists_the_variants_and_the_level_tuples_each_serves() -> None:
+    ck = api.compile("kernel rs(X: f32[M, N], S: out f32[M]) {\n  S[m] = sum(n: X[m, n])\n}\n")
+    plan = ck.report["kernels"]["rs"]["size_buckets"]
+    text = ck.explain()
+    assert f"size buckets over {', '.join(plan['symbols'])}" in text
+    lines = [ln for ln in text.splitlines() if ln.startswith("  variant ")]
+    assert len(lines) == len(plan["variants"])
+    served = sum(int(ln.split("; ")[1].split(" of ")[0]) for ln in lines)
+    assert served == len(SB.LEVELS) ** len(plan["symbols"])
+
+
+def test_rank_pool_descends_to_a_tile_the_pool_lacks_and_respects_the_exclusion() -> None:
+    doms = {"A": (16, 32, 64, 128, 256, 512), "B": (32, 64)}
+
+    def cost(b):
+        return abs(math.log2(b["A"] / 256)) + abs(math.log2(b["B"] / 64)) + 1.0
+
+    ranked = SB.rank_pool([{"A": 64, "B": 32}], doms, cost, ["A", "B"], lambda b: False)
+    assert ranked[0][1] == {"A": 128, "B": 64} or ranked[0][1] == {"A": 256, "B": 32}
+    assert len(ranked) <= 1 + 2 * SB.DESCENT_STEPS * 2
+    blocked = SB.rank_pool([{"A": 64, "B": 32}], doms, cost, ["A", "B"], lambda b: b["A"] > 64)
+    assert all(b["A"] <= 64 for _, b in blocked)
+    assert blocked == sorted(blocked, key=lambda cb: (cb[0], cb[1]["A"], cb[1]["B"]))
