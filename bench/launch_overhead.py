@@ -19,13 +19,14 @@ Triton launch of the same round.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import pickle
 import statistics
 import sys
 import time
 from pathlib import Path
+
+import two_step  # bench/two_step.py: the script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,19 +194,7 @@ def run(inp: Path, json_out: Path | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("prepare")
-    p.add_argument("--out", type=Path, required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--in", dest="inp", type=Path, required=True)
-    r.add_argument("--json", type=Path)
-    a = ap.parse_args(argv)
-    if a.cmd == "prepare":
-        prepare(a.out)
-    else:
-        run(a.inp, a.json)
-    return 0
+    return two_step.main(argv, __doc__, prepare, run)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,12 @@ The kernels are written the way a PyTorch user writes them; none of the shapes i
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
+
+import two_step  # bench/two_step.py: the script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,19 +170,7 @@ def run(inp: Path, json_out: Path | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("prepare")
-    p.add_argument("--out", type=Path, default=ROOT / "build" / "buckets")
-    r = sub.add_parser("run")
-    r.add_argument("--in", dest="inp", type=Path, default=ROOT / "build" / "buckets")
-    r.add_argument("--json", type=Path, default=None)
-    args = ap.parse_args(argv)
-    if args.cmd == "prepare":
-        prepare(args.out)
-    else:
-        run(args.inp, args.json)
-    return 0
+    return two_step.main(argv, __doc__, prepare, run, ROOT / "build" / "buckets")
 
 
 if __name__ == "__main__":
