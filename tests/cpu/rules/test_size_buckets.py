@@ -139,3 +139,11 @@ def test_rank_pool_descends_to_a_tile_the_pool_lacks_and_respects_the_exclusion(
     blocked = SB.rank_pool([{"A": 64, "B": 32}], doms, cost, ["A", "B"], lambda b: b["A"] > 64)
     assert all(b["A"] <= 64 for _, b in blocked)
     assert blocked == sorted(blocked, key=lambda cb: (cb[0], cb[1]["A"], cb[1]["B"]))
+
+
+def test_a_provider_that_prints_one_binding_says_so_and_prints_the_general_kernel() -> None:
+    text = "kernel rs(X: f32[M, N], S: out f32[M]) {\n  S[m] = sum(n: X[m, n])\n}\n"
+    ck = api.compile(text, provider="cutile")
+    assert ck.report["kernels"]["rs"]["size_buckets"]["variants"]
+    assert any("prints one tile binding per kernel" in r and "rs" in r for r in ck.remarks), ck.remarks
+    assert "bucket" not in ck.source
