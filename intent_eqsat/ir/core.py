@@ -327,7 +327,6 @@ class SizeVariant:
     module: "Module"
     kernel: str
     binding: tuple[tuple[str, int], ...] = ()
-    params: dict | None = None
 
     @property
     def label(self) -> str:

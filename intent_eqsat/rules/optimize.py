@@ -405,9 +405,7 @@ def _free_symbols(kernel: Kernel, sizes: Mapping[str, int]) -> list[str]:
         if not a.is_view:
             continue
         for e in a.value.type.shape:
-            for s in sorted(free_symbols(e)) if not isinstance(e, int) else ():
-                if s not in sizes and s not in out and s not in TILES.NAMES:
-                    out.append(s)
+            out.extend(s for s in sorted(free_symbols(e)) if s not in sizes and s not in out)
     return out
 
 
@@ -449,12 +447,12 @@ def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, 
         bound = _resource_binder(model_at(env), target)(TILES.bind(decoded, dict(plan.bindings[i]), module))
         bound = finish(bound)
         bound = replace(bound, name=f"{decoded.name}__bucket{i}")
+        bound_module = _module_with(program, bound, options, target)
         try:
-            ir.verify(_module_with(program, bound, options, target))
+            ir.verify(bound_module)
         except VerificationError as err:
             raise GroupVerificationError(f"size bucket variant {i}", decoded.name, err) from err
-        variants.append(ir.SizeVariant(i, _module_with(program, bound, options, target), bound.name,
-                                       plan.bindings[i]))
+        variants.append(ir.SizeVariant(i, bound_module, bound.name, plan.bindings[i]))
         resources.append({"threads": bound.space.threads, "stages": bound.space.stages,
                           "index_bits": bound.space.index_bits})
     table = tuple((levels, v) for levels, v in plan.table if v != 0)

@@ -25,6 +25,13 @@ kernel mm(A: f32[M, K], B: f32[K, N], C: out f32[M, N]) {
   C[m, n] = sum(k: A[m, k] * B[k, n])
 }
 """
+# a rank-3 tensor times a matrix (torch.matmul(x, w) with x of shape (B, I, K)): four free symbols, so only those
+# whose level changes the binding are bucketed
+BMM = """
+kernel xw(X: f32[B, I, K], W: f32[K, N], Y: out f32[B, I, N]) {
+  Y[b, i, n] = sum(k: X[b, i, k] * W[k, n])
+}
+"""
 # a softmax over the last axis (torch.softmax(x, -1))
 SOFTMAX = """
 kernel sm(X: f32[R, C], Y: out f32[R, C]) {
@@ -59,6 +66,8 @@ def _spy_all(mod, n: int) -> list[int]:
 @pytest.mark.parametrize("src, name, out, shapes", [
     (MATMUL, "mm", "C", [{"M": 24, "K": 40, "N": 33}, {"M": 700, "K": 24, "N": 40}, {"M": 3000, "K": 8, "N": 12},
                          {"M": 40, "K": 3100, "N": 20}]),
+    (BMM, "xw", "Y", [{"B": 2, "I": 3, "K": 5, "N": 7}, {"B": 1, "I": 400, "K": 6, "N": 500},
+                      {"B": 1, "I": 3, "K": 700, "N": 9}, {"B": 400, "I": 2, "K": 3, "N": 4}]),
     (SOFTMAX, "sm", "Y", [{"R": 5, "C": 37}, {"R": 3, "C": 3000}, {"R": 2, "C": 900}]),
 ])
 def test_launch_picks_the_variant_of_the_shapes_levels_and_every_variant_matches_the_reference(

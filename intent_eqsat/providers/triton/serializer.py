@@ -94,7 +94,7 @@ def serialize(module, kernel_name: str, target: "Target | str", params: dict[str
     variants = list(size_buckets.variants) if size_buckets is not None else []
     for i, (mod, name, prm, spec) in enumerate([(module, kernel_name, params, None)]
                                                + [(s.module, s.kernel, s.params, s) for s in specializations]
-                                               + [(v.module, v.kernel, v.params, v) for v in variants]):
+                                               + [(v.module, v.kernel, None, v) for v in variants]):
         if verify:
             _shared_verify(mod)
         plan = legalize(mod, name, target, prm, num_warps=num_warps if i == 0 else None,
