@@ -19,7 +19,9 @@ Two modes, two machines:
     parallel; a worker that dies or poisons its CUDA context is replaced and the entry is recorded), loading each
     generated module from its file, moving the inputs to CUDA tensors, poisoning written outputs (NaN / a sentinel),
     calling ``launch``, synchronizing and comparing every output with the reference by relative L2 error (integers
-    exactly; NaN never passes). Writes ``$OUT/device_check.json`` and ``$OUT/device_check.txt`` (or into OUTDIR
+    exactly; NaN never passes). A Triton entry that passes (and writes no inout view) is poisoned and launched
+    again: that launch calls Triton's compiled kernel directly (the launcher's ``COMPILED`` cache) and must pass
+    too (``second_launch`` in the results). Writes ``$OUT/device_check.json`` and ``$OUT/device_check.txt`` (or into OUTDIR
     without $OUT) and prints the table last.
 
 ``python3 bench/device_check.py report OUTDIR [RESULTS.json]``: print the table again from saved results.
@@ -346,12 +348,7 @@ def _run_entry(torch, np, outdir: Path, e: dict) -> dict:
         arr = data["in__" + n]
         t = torch.from_numpy(np.ascontiguousarray(arr)).to(device=DEVICE).to(tdt)
         if a["access"] == "write":                          # poison: unwritten elements fail
-            if tdt.is_floating_point:
-                t.fill_(float("nan"))
-            elif tdt == torch.bool:
-                t.fill_(True)
-            else:
-                t.fill_(INT_SENTINEL if tdt in (torch.int32, torch.int64) else -1)
+            _poison(torch, t)
         if a["access"] in ("write", "readwrite"):
             outs[n] = t
         args.append(t)
@@ -367,10 +364,34 @@ def _run_entry(torch, np, outdir: Path, e: dict) -> dict:
     for n, spec in e["outputs"].items():
         results[n] = _compare(torch, np, outs[n], data["ref__" + n], spec)
     ok = all(r["pass"] for r in results.values()) and bool(results)
+    second = None
+    inout = any(a["view"] and a["access"] == "readwrite" for a in e["abi"])
+    if ok and e["provider"] == "triton" and not inout:
+        # the second launch of the same arguments is a direct launch of Triton's compiled kernel (the launcher's
+        # COMPILED cache, issue 24 item 2): it must give the same result
+        for t in outs.values():
+            _poison(torch, t)
+        mod.launch(*args)
+        _sync(torch)
+        again = {n: _compare(torch, np, outs[n], data["ref__" + n], spec) for n, spec in e["outputs"].items()}
+        second = all(r["pass"] for r in again.values())
+        kept = sum(len(v) for k, v in vars(mod).items() if k.endswith("COMPILED") and isinstance(v, dict))
+        second = {"pass": second, "compiled_kernels_kept": kept}
+        ok = second["pass"]
     rels = [r.get("rel_l2") for r in results.values()]
     worst = None if any(x is None or x != x for x in rels) else max(rels, default=0.0)
-    return {"status": "pass" if ok else "FAIL", "outputs": results, "rel_l2": worst,
+    return {"status": "pass" if ok else "FAIL", "outputs": results, "rel_l2": worst, "second_launch": second,
             "load_s": round(t_load, 3), "first_launch_s": round(t_first, 3)}
+
+
+def _poison(torch, t) -> None:
+    """Fill a written view with what no kernel writes (NaN, True, a sentinel): unwritten elements fail."""
+    if t.dtype.is_floating_point:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        t.fill_(INT_SENTINEL if t.dtype in (torch.int32, torch.int64) else -1)
 
 
 def worker(outdir: Path, results_path: Path, ids: list[str]) -> int:

@@ -8,7 +8,8 @@ Two steps, because the GPU machine has no egglog:
     run (on the GPU): python3 bench/launch_overhead.py run --in build/launch --json $OUT/launch.json
         for each kernel, the host time per call of: a hand-written Triton launch of the same work (elementwise
         kernel only), the generated module's ``launch()``, ``ck(x, out)``, ``ck(x)`` (allocating its out view),
-        ``ck.launch(**named)`` and eager PyTorch; then whether ``torch.compile`` (default mode and
+        ``ck.launch(**named)``, the generated ``launch()`` with its direct launch path turned off (every launch
+        through Triton's JIT, as before issue 24's last step) and eager PyTorch; then whether ``torch.compile`` (default mode and
         ``reduce-overhead``, i.e. CUDA graphs; ``fullgraph=True``) around ``ck(...)`` and around the generated
         ``launch()`` gives the eager result.
 
@@ -136,6 +137,32 @@ def _compile_check(torch, fn, ref, mode: str | None) -> str:
     return verdict
 
 
+def _kept(mod) -> int:
+    """How many compiled kernels the module's launchers keep for direct launches (0: every launch went through
+    Triton's JIT)."""
+    return sum(len(v) for k, v in vars(mod).items() if k.endswith("COMPILED") and isinstance(v, dict))
+
+
+def _direct_checks(torch, ck) -> list:
+    """axpb launched on views whose Triton specializations differ (16-byte aligned or not, extents 1, 16, 17 and a
+    strided view), each twice in a row and then all again, so the later launches are direct: every result must be
+    eager's. A direct launch of a kernel compiled for another specialization would give a wrong result or fault."""
+    base = torch.randn(30000 + 64, device="cuda")
+    views = {"aligned 4096": base[:4096], "misaligned 4096 (offset 1 float)": base[1:4097],
+             "extent 1": base[:1], "extent 16": base[:16], "extent 17, misaligned": base[3:20],
+             "stride 2": base[:8192:2], "30000 (another size bucket)": base[:30000]}
+    out = []
+    for round_ in range(2):
+        for what, x in views.items():
+            for _ in range(2):
+                y = ck(x)
+            good = torch.allclose(y, x * 2.0 + 1.0)
+            out.append({"what": f"{what}, round {round_ + 1}", "result": "ok" if good else "WRONG"})
+    torch.cuda.synchronize()
+    out.append({"what": "compiled kernels kept", "result": str(_kept(ck.load()))})
+    return out
+
+
 def run(inp: Path, json_out: Path | None) -> None:
     import torch
 
@@ -159,13 +186,17 @@ def run(inp: Path, json_out: Path | None) -> None:
         variants["hand_triton (axpb work)"] = lambda: hand(x_hand, y)
         if name == "axpb":
             variants["hand_triton + our launch options"] = lambda: hand_options(x_hand, y)
+            variants["hand_triton allocating its output"] = lambda: hand(x_hand, torch.empty_like(x_hand))
         named = c["named"](outs)
         variants["generated_launch"] = lambda: mod.launch(**named)
+        jit_only = ck.load(out_dir=inp / "jit_only")        # a second copy of the module, its direct path off
+        jit_only._compiled_launch = lambda compiled, spec: None
+        variants["generated_launch, JIT path (before)"] = lambda: jit_only.launch(**named)
         variants["ck(x, out)"] = lambda: ck(*c["args"], *outs)
         variants["ck(x) allocating"] = lambda: ck(*c["args"])
         variants["ck.launch(**named)"] = lambda: ck.launch(**named)
         variants["eager_torch"] = c["eager"]
-        rows.append({"kernel": name, "host_us": _host_us(variants)})
+        rows.append({"kernel": name, "host_us": _host_us(variants), "direct_launch_entries": _kept(mod)})
         for mode in (None, "reduce-overhead"):
             checks.append({"kernel": name, "what": "ck(...)", "mode": mode or "default",
                            "result": _compile_check(torch, lambda: ck(*c["args"]), ref, mode)})
@@ -177,9 +208,10 @@ def run(inp: Path, json_out: Path | None) -> None:
                 return fresh if len(fresh) > 1 else fresh[0]
             checks.append({"kernel": name, "what": "generated launch()", "mode": mode or "default",
                            "result": _compile_check(torch, direct, ref, mode)})
+    direct = _direct_checks(torch, kernels["axpb"])
     hand_us = rows[0]["host_us"]["hand_triton (axpb work)"]
     result = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
-              "torch": torch.__version__, "rows": rows, "compile_checks": checks}
+              "torch": torch.__version__, "rows": rows, "compile_checks": checks, "direct_checks": direct}
     if json_out:
         json_out.write_text(json.dumps(result, indent=1))
     print(f"host time per call (us), {result['device']}, {result['date']}; ratio vs the hand-written Triton "
@@ -188,6 +220,9 @@ def run(inp: Path, json_out: Path | None) -> None:
         base = r["host_us"]["hand_triton (axpb work)"]
         for what, us in r["host_us"].items():
             print(f"  {r['kernel']:8s} {what:32s} {us:8.1f} us  {us / base:5.2f}x")
+    print("direct launches (Triton's compiled kernel called by the launcher) against eager, by specialization")
+    for c in direct:
+        print(f"  axpb     {c['what']:44s} {c['result']}")
     print("torch.compile(fullgraph=True)")
     for c in checks:
         print(f"  {c['kernel']:8s} {c['what']:20s} {c['mode']:16s} {c['result']}")

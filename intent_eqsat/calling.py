@@ -72,6 +72,7 @@ class CallPlan:
         self.written = tuple(s for s in self.slots if s.access in ("out", "inout"))
         self._index = {s.name: i for i, s in enumerate(self.slots)}
         self._written_at = tuple(self._index[s.name] for s in self.written)
+        self._sizings: dict[int, Any] = {}      # positional count -> _sizing's recipe
         self.qualname = f"intent_eqsat::{op_ident(self.kernel)}_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
         self._op: Any = _OPS.get(self.qualname)
         if self._op is None and "torch" in sys.modules:
@@ -133,7 +134,10 @@ class CallPlan:
                 continue
             if device is None and isinstance(v, torch.Tensor):
                 device = v.device
-            if isinstance(v, torch.Tensor) and v.dim() == len(s.dims):
+            if isinstance(v, torch.Tensor) and v.dim() != len(s.dims):     # the launcher would refuse it too
+                raise TypeError(f"kernel {self.kernel}: {s.name} is a tensor of rank {v.dim()}, expected a tensor "
+                                f"of rank {len(s.dims)}")
+            if isinstance(v, torch.Tensor):
                 for dim, n in zip(s.dims, v.shape):
                     if len(dim) == 1 and isinstance(dim[0], str) and dim[0] not in symbols:
                         symbols[dim[0]] = n
@@ -154,9 +158,68 @@ class CallPlan:
                 shape.append(extent)
             values[i] = torch.empty(shape, dtype=getattr(torch, TORCH_DTYPE_NAMES[s.dtype]), device=device)
 
+    def _sizing(self, given: int) -> "tuple[int, list[tuple[int, Any, list[list[Any]]]]] | None":
+        """How to size the ``out`` views missing from a call that passes the first ``given`` parameters by
+        position and nothing else, read off the slots once (``allocate`` walks the values on every call):
+        (the slot whose tensor gives the device, [(out slot, torch dtype, its dims as factor lists: ints and
+        (slot, axis) pairs of the given views)]). None when such a call is not that simple (a missing
+        parameter that is not an ``out`` view, a symbol no given view binds): ``bind``/``allocate`` explain."""
+        import torch
+
+        if given in self._sizings:
+            return self._sizings[given]
+        recipe = None
+        views = [i for i in range(given) if self.slots[i].dims is not None]
+        missing = range(given, len(self.slots))
+        if views and all(self.slots[i].access == "out" for i in missing):
+            where: dict[str, tuple[int, int]] = {}
+            for i in views:
+                for axis, dim in enumerate(self.slots[i].dims):
+                    if len(dim) == 1 and isinstance(dim[0], str):
+                        where.setdefault(dim[0], (i, axis))
+            outs = []
+            for i in missing:
+                dims = [[where.get(f, f) if isinstance(f, str) else f for f in dim] for dim in self.slots[i].dims]
+                if any(isinstance(f, str) for dim in dims for f in dim):
+                    break
+                outs.append((i, getattr(torch, TORCH_DTYPE_NAMES[self.slots[i].dtype]), dims))
+            else:
+                recipe = (views[0], outs)
+        self._sizings[given] = recipe
+        return recipe
+
+    def _allocate_simply(self, args: Sequence[Any]) -> "list[Any] | None":
+        """The values of a call passing its first parameters by position, the missing ``out`` views allocated
+        by :meth:`_sizing`; None when that does not apply (or the views' ranks are not the declared ones)."""
+        import torch
+
+        recipe = self._sizing(len(args))
+        if recipe is None:
+            return None
+        first, outs = recipe
+        slots = self.slots
+        for i in range(len(args)):
+            v = args[i]
+            if slots[i].dims is not None and (not isinstance(v, torch.Tensor) or v.dim() != len(slots[i].dims)):
+                return None
+        like = args[first]                   # new_empty: its device (cheaper than torch.empty(device=))
+        values = list(args)
+        for _, dtype, dims in outs:
+            shape = []
+            for dim in dims:
+                extent = 1
+                for f in dim:
+                    extent = extent * (f if isinstance(f, int) else args[f[0]].shape[f[1]])
+                shape.append(extent)
+            values.append(like.new_empty(shape, dtype=dtype))
+        return values
+
     # ------------------------------------------------------------------------------------------------ calling
     def __call__(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-        if kwargs or len(args) != len(self.slots):
+        simple = None if kwargs or len(args) >= len(self.slots) else self._allocate_simply(args)
+        if simple is not None:               # the common ck(x): trailing outs allocated (host time)
+            values, control = simple, None
+        elif kwargs or len(args) != len(self.slots):
             values, control = self.bind(args, kwargs)
             if any(v is None for v in values):
                 self.allocate(values)

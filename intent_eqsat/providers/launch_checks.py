@@ -19,12 +19,15 @@ from typing import Sequence
 OVERLAP_CHECK_SOURCE = '''\
 def _span(t):
     """The [first, end) byte range a tensor's elements occupy; None when it has none (or no memory: meta)."""
-    count = t.numel()
-    if count == 0 or t.is_meta:
+    if t.is_contiguous():       # the common case, without a walk over the strides (host time per launch)
+        size = t.nbytes
+        if size == 0 or t.is_meta:
+            return None
+        first = t.data_ptr()
+        return first, first + size
+    if t.numel() == 0 or t.is_meta:
         return None
     first = t.data_ptr()
-    if t.is_contiguous():       # the common case, without a walk over the strides (host time per launch)
-        return first, first + count * t.element_size()
     reach = sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 1)
     return first, first + (reach + 1) * t.element_size()
 
@@ -43,19 +46,22 @@ def _overlaps_itself(t):
 
 def _check_no_overlap(kernel, written, views):
     """Raise ValueError when a written view overlaps itself or another view outside its alias class.
-    ``written`` and ``views``: (name, tensor, alias class or None) triples."""
+    ``written`` and ``views``: (name, tensor, alias class or None) triples; every written view is among views."""
+    spans = {}
+    for other, u, _ in views:                                   # once per view
+        spans[other] = _span(u)
     for name, t, alias in written:
         if _overlaps_itself(t):
             raise ValueError(f"kernel {kernel}: the written view {name} has overlapping elements (shape "
                              f"{tuple(t.shape)}, strides {tuple(t.stride())}): members would write one element; "
                              f"pass a tensor whose elements are distinct (e.g. .contiguous())")
-        mine = _span(t)
+        mine = spans[name]
         if mine is None:
             continue
-        for other, u, other_alias in views:
+        for other, _, other_alias in views:
             if other == name or (alias is not None and alias == other_alias):
                 continue
-            theirs = _span(u)
+            theirs = spans[other]
             if theirs is not None and mine[0] < theirs[1] and theirs[0] < mine[1]:
                 raise ValueError(f"kernel {kernel}: the written view {name} overlaps the view {other} in memory; "
                                  f"the kernel's views must be distinct (declare one inout view for an in-place "

@@ -69,6 +69,10 @@ def load_path(path: "str | os.PathLike[str]") -> ModuleType:
         if mod is not None:
             return mod
         name = f"intent_eqsat_generated.{mode}.{path.stem}"
+        if name in sys.modules:
+            # the same content imported from another folder: its own name, or it would replace the first
+            # module in sys.modules, which torch.compile's guards read a function's globals through
+            name += "_" + hashlib.sha256(str(path.parent).encode("utf-8")).hexdigest()[:8]
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot import generated module {path}")

@@ -66,7 +66,8 @@ for call, msg in [(lambda: ck(X), "missing scalar argument scale"),
                   (lambda: ck(X, 0.5, S, Mx, X), "takes 4 arguments"),
                   (lambda: ck(X, 0.5, Z=X), "no parameter 'Z'"),
                   (lambda: ck(X, 0.5, X=X), "given by position and by name"),
-                  (lambda: ck.launch(X=X, scale=1.0), "missing S, Mx")]:
+                  (lambda: ck.launch(X=X, scale=1.0), "missing S, Mx"),
+                  (lambda: ck(X[0], 0.5), "tensor of rank 2")]:     # the launcher's check, outs not sized
     try:
         call()
     except TypeError as e:

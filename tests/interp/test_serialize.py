@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import sys
 
 import pytest
 
@@ -87,6 +88,8 @@ def test_loader_imports_from_the_file(tmp_path, monkeypatch) -> None:
     assert mod.__file__ == str((tmp_path / (source_name("gemm", src) + ".py")).resolve())
     assert load_source(src, tmp_path, "gemm") is mod
     assert mod.KERNEL_NAME == "gemm" and callable(mod.launch)
+    other = load_source(src, tmp_path / "elsewhere", "gemm")          # the same content in another folder
+    assert other is not mod and sys.modules[mod.__name__] is mod and sys.modules[other.__name__] is other
 
 
 def test_generated_module_is_self_contained(tmp_path, monkeypatch) -> None:

@@ -42,6 +42,7 @@ from intent_eqsat.providers.launch_checks import (FLAG_BITS, OVERLAP_CHECK_SOURC
                                                   overlap_check_call)
 from intent_eqsat.providers.targets import Target, get_target
 from intent_eqsat.providers.torch_ops import TORCH_DTYPE_NAMES, op_ident, op_schema
+from intent_eqsat.providers.triton.direct_launch import DIRECT_LAUNCH_SOURCE, direct_launch_lines, spec_items
 from intent_eqsat.providers.triton.legalize import SCOPES, SEMS, KernelPlan, legalize
 
 TL = {"i1": "tl.int1", "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64",
@@ -61,7 +62,8 @@ _RESERVED = {"tl", "triton", "libdevice", "torch", "range", "float", "int", "boo
              "KERNEL", "KERNEL_NAME", "TARGET", "PARAMS", "PARAM_CANDIDATES", "CONFIGS", "SIGNATURE",
              "LAUNCH_OPTIONS", "MAX_GRID", "ValueError", "TypeError", "RuntimeError",
              "HardwareCapabilityUnsupported", "INDEX_CONSTEXPR", "_index_bound", "_idx", "_grid", "_P",
-             "_key", "INDEX_WIDTHS", "_FTZ_OFF"}
+             "_key", "INDEX_WIDTHS", "_FTZ_OFF", "COMPILED", "_DIRECT_ENV", "_args", "_spec", "_direct", "_run",
+             "_function", "_metadata", "_stream", "_compiled_launch", "_remember_compiled"}
 #: libdevice-backed precise functions (interpreter: the tl.math function of the same name, run by NumPy)
 _LIBDEVICE = ("exp", "exp2", "log", "log2", "sin", "cos", "erf")
 _APPROX = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sin": "tl.sin", "cos": "tl.cos",
@@ -646,6 +648,9 @@ class _Printer:
         out.append(OVERLAP_CHECK_SOURCE.rstrip("\n"))
         out.append("")
         out.append("")
+        out.append(DIRECT_LAUNCH_SOURCE.rstrip("\n"))
+        out.append("")
+        out.append("")
         out.append("_FTZ_OFF = []")
         out.append("")
         out.append("")
@@ -706,6 +711,7 @@ class _Printer:
         if self.index_arg:
             lines.append(f"{ns}INDEX_WIDTHS = {{}}  # the index dtype launch() chose, by what the index bounds read")
         lines.append(f"{ns}MAX_GRID = {p.target.max_grid[0]}")
+        lines.append(f"{ns}COMPILED = {{}}  # Triton's compiled kernels by launch specialization: direct launches")
         if self.checks:
             lines.append(f"{ns}CHECKS = [  # (flag bit, checked data-dependent access): launch() raises "
                          f"SubscriptOutOfRange")
@@ -887,9 +893,6 @@ class _Printer:
         L.append("        return")
         for local, view in self.stride_tuples:      # one stride() call per view (host time per launch)
             L.append(f"    {local} = {view}.stride()")
-        call_args = [self.launch_values.get(ident, ident) for ident, t in self.kernel_args if t != "constexpr"]
-        call_args += [f"{self.arg_ident['param:' + prm.name]}={self.arg_ident['param:' + prm.name]}"
-                      for prm in p.module.params]
         if self.index_arg:
             bounds = [self.launcher_le(b) for b in p.index_bounds]
             L.append("    # 32-bit index arithmetic when the program's index bounds (ir.index_bounds) hold at this launch,")
@@ -906,12 +909,15 @@ class _Printer:
             L.append(f"        if len({ns}INDEX_WIDTHS) >= 4096:")
             L.append(f"            {ns}INDEX_WIDTHS.clear()")
             L.append(f"        {ns}INDEX_WIDTHS[_key] = _idx")
-            call_args.append(f"{self.index_arg}=_idx")
-        call_args += ["num_warps=num_warps", "num_stages=num_stages", "enable_fp_fusion=True", "**_ftz_off()"]
         if self.flag_ident is not None:
             dev = f"{devs[0]}.device" if devs else "'cuda'"
             L.append(f"    {self.flag_ident} = _subscript_flags_of({dev})  # checked subscripts' flag word")
-        L.extend(_wrap_def(f"    {self.fn_name}[(_grid,)](", call_args, ")"))
+        # every argument in the signature's order (constexprs too): the direct launch passes them all
+        args = [self.launch_values.get(ident, ident) for ident, _ in self.kernel_args]
+        args += ["_idx"] if self.index_arg else []
+        L.extend(direct_launch_lines(
+            self.fn_name, f"{ns}COMPILED", args, spec_items(self.kernel_args, self.launch_values, self.index_arg),
+            ["num_warps=num_warps", "num_stages=num_stages", "enable_fp_fusion=True", "**_ftz_off()"], _wrap_def))
         if self.flag_ident is not None:
             L.append(f"    _raise_subscript_errors({k.name!r}, {self.flag_ident}, {ns}CHECKS)")
         return L
