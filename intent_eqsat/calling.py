@@ -162,7 +162,8 @@ class CallPlan:
         """How to size the ``out`` views missing from a call that passes the first ``given`` parameters by
         position and nothing else, read off the slots once (``allocate`` walks the values on every call):
         (the slot whose tensor gives the device, [(out slot, torch dtype, its dims as factor lists: ints and
-        (slot, axis) pairs of the given views)]). None when such a call is not that simple (a missing
+        (slot, axis) pairs of the given views; or dtype None and the slot of a given view of the same dims and
+        dtype, to allocate like)]). None when such a call is not that simple (a missing
         parameter that is not an ``out`` view, a symbol no given view binds): ``bind``/``allocate`` explain."""
         import torch
 
@@ -179,10 +180,16 @@ class CallPlan:
                         where.setdefault(dim[0], (i, axis))
             outs = []
             for i in missing:
-                dims = [[where.get(f, f) if isinstance(f, str) else f for f in dim] for dim in self.slots[i].dims]
+                out = self.slots[i]
+                like = next((j for j in views if self.slots[j].dims == out.dims and self.slots[j].dtype == out.dtype),
+                            None)
+                if like is not None:        # shaped like a given view: torch.empty_like (the cheapest allocation)
+                    outs.append((i, None, like))
+                    continue
+                dims = [[where.get(f, f) if isinstance(f, str) else f for f in dim] for dim in out.dims]
                 if any(isinstance(f, str) for dim in dims for f in dim):
                     break
-                outs.append((i, getattr(torch, TORCH_DTYPE_NAMES[self.slots[i].dtype]), dims))
+                outs.append((i, getattr(torch, TORCH_DTYPE_NAMES[out.dtype]), dims))
             else:
                 recipe = (views[0], outs)
         self._sizings[given] = recipe
@@ -205,6 +212,9 @@ class CallPlan:
         like = args[first]                   # new_empty: its device (cheaper than torch.empty(device=))
         values = list(args)
         for _, dtype, dims in outs:
+            if dtype is None:               # dims: the slot of the given view it is shaped like
+                values.append(torch.empty_like(args[dims], memory_format=torch.contiguous_format))
+                continue
             shape = []
             for dim in dims:
                 extent = 1

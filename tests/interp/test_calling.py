@@ -28,6 +28,10 @@ kernel grouped(X: f16[N, G*C], W: f16[G], Y: out f16[N, G]) {
   Y[n, g] = sum(c in 0..C: X[n, g * C + c]) * W[g]
 }
 
+kernel twice(X: f32[M, N], Y: out f32[M, N]) {
+  Y[m, n] = X[m, n] * 2.0
+}
+
 kernel group_sum(X: f32[N, G*C], Y: out f32[N, G]) {
   Y[n, g] = sum(c in 0..C: X[n, g * C + c])
 }
@@ -95,6 +99,14 @@ Y2 = gs(Xg.float(), torch.empty(5, 3))
 torch.testing.assert_close(Y2.double(), Xg.double().view(5, 3, 4).sum(2), rtol=1e-5, atol=1e-5)
 print("PRODUCT ok")
 
+# an out shaped like an input is allocated like it, contiguous even when the input is not
+tw = intent_eqsat.compile(path, provider="triton", optimize=optimize, kernel="twice")
+Xt = X.t()
+Yt = tw(Xt)
+assert Yt.shape == Xt.shape and Yt.is_contiguous() and Yt.dtype == torch.float32, (Yt.shape, Yt.stride())
+torch.testing.assert_close(Yt, Xt * 2.0)
+print("LIKE ok")
+
 # torch.compile: the whole graph, the kernel recorded as the custom op (not traced into)
 graphs = []
 def recording(gm, example_inputs):
@@ -129,5 +141,5 @@ def test_compiled_kernel_is_called_like_a_torch_function(tmp_path: Path, optimiz
     proc = subprocess.run([sys.executable, str(script), str(kir_path), str(int(optimize))], env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    for step in ("POSITIONAL", "KEYWORD", "LAUNCH", "ERRORS", "PRODUCT", "COMPILE", "OPCHECK"):
+    for step in ("POSITIONAL", "KEYWORD", "LAUNCH", "ERRORS", "PRODUCT", "LIKE", "COMPILE", "OPCHECK"):
         assert f"{step} ok" in proc.stdout, proc.stdout
