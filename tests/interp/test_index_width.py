@@ -160,14 +160,15 @@ def test_narrowed_triton_matches_the_ir_interpreter(case, gen_dir) -> None:
 
 
 class _Capture:
-    """Stands in for the @triton.jit kernel: records the keyword arguments of the launch."""
+    """Stands in for the @triton.jit kernel: records the arguments of the launch (every argument by position, in
+    the signature's order: the index dtype constexpr comes last)."""
 
     def __init__(self) -> None:
-        self.kwargs: dict = {}
+        self.args: tuple = ()
 
     def __getitem__(self, grid):
         def call(*args, **kwargs):
-            self.kwargs = kwargs
+            self.args = args
         return call
 
 
@@ -185,7 +186,8 @@ def test_launcher_picks_64_bits_when_a_bound_reaches_2_to_the_31(gen_dir) -> Non
         """A launch on (rows, cols) views whose rows are row_stride elements apart (meta tensors: no memory)."""
         x = torch.empty_strided((rows, cols), (row_stride, 1), dtype=dt, device="meta")
         mod.launch(x, torch.empty((rows, cols), dtype=dt, device="meta"))
-        return cap.kwargs[mod.INDEX_CONSTEXPR]
+        assert list(mod.SIGNATURE)[-1] == mod.INDEX_CONSTEXPR
+        return cap.args[-1]
 
     assert launch(1024, 1024, 1024) == tl.int32
     assert launch(64, 512, 1 << 24) == tl.int32                # last offset 63 * 2**24 + 511 < 2**31
