@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from intent_eqsat import calling, compile_cache, ir, kir, pipeline
 from intent_eqsat.ir.core import CompileOptions
+from intent_eqsat.progress import CompileProgress
 
 _LOG = logging.getLogger("intent_eqsat.api")
 
@@ -307,13 +308,25 @@ def _select_kernel(module: kir.KirModule, kernel: str | None) -> str:
     return kernel
 
 
+def _both(first: "Callable[..., None] | None", second: "Callable[..., None] | None") -> "Callable[..., None] | None":
+    """One callback calling both (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    def both(*args: Any) -> None:
+        first(*args)
+        second(*args)
+    return both
+
+
 def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90", provider: str = "triton",
             options: "CompileOptions | Mapping[str, Any] | None" = None, rulebooks: Any = None,
             kernel: str | None = None, filename: str | None = None, optimize: bool = True,
             sizes: Mapping[str, int] | None = None, calibration: Any = None,
             specialize: "Mapping[str, Any] | str | None" = None, budget: Any = None,
             cache: "bool | str | os.PathLike[str] | None" = None,
-            on_stage: "Callable[[str], None] | None" = None) -> CompiledKernel:
+            on_stage: "Callable[[str], None] | None" = None,
+            on_progress: "Callable[[str, int, int], None] | None" = None, progress: bool = False) -> CompiledKernel:
     """Compile ``.kir`` text, a ``.kir`` path or a KIR module for ``target`` with ``provider``.
 
     Stages: load, KIR verify, construct, optimize (the e-graph optimizer when available; ``optimize=False``
@@ -336,7 +349,10 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     ``$INTENT_EQSAT_CACHE_DIR`` or ``~/.cache/intent-eqsat`` unless ``$INTENT_EQSAT_CACHE=off``; a path names the
     folder (``intent-eqsat batch --cache-dir`` shares it); False compiles without it. A hit returns the stored
     kernel (``report["cached"]`` is True) without running the pipeline. ``on_stage(name)`` is called as each stage
-    starts (the CLI's progress line); the ``intent_eqsat`` logger says the same at INFO, with each stage's time."""
+    starts, ``on_progress(label, done, total)`` as the optimizer finishes each of its steps (each group of each
+    kernel, the tile binding, the size buckets: counted, not timed); ``progress=True`` draws both as a bar on stderr
+    (:class:`intent_eqsat.progress.CompileProgress`, the CLI's bar). The ``intent_eqsat`` logger says the same at
+    INFO, with each stage's time."""
     target = pipeline.check_target(target)
     t0 = time.perf_counter()
     try:
@@ -365,9 +381,16 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
                 ck.kernel_name = _select_kernel(ck.kir or module, kernel)
                 ck.report["cached"] = True
                 return ck
-    res = pipeline.run(module, target=target, provider=provider, options=options, rulebooks=rulebooks,
-                       filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration,
-                       specialize=specialize, budget=budget, on_stage=on_stage)
+    bar = CompileProgress(module.filename or "<string>", always=True) if progress else None
+    try:
+        res = pipeline.run(module, target=target, provider=provider, options=options, rulebooks=rulebooks,
+                           filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration,
+                           specialize=specialize, budget=budget,
+                           on_stage=_both(on_stage, bar.stage if bar else None),
+                           on_progress=_both(on_progress, bar.step if bar else None))
+    finally:
+        if bar is not None:
+            bar.close()
     opt = res.optimized
     report = dict(opt.report)
     if "phases" in report:

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from intent_eqsat.progress import CompileProgress
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -132,13 +134,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from intent_eqsat import api, ir
 
     cache = False if args.no_cache else (Path(args.cache_dir) if args.cache_dir else None)
-    stages = _StageLine(args.file, enabled=not (args.no_progress or args.quiet))
+    stages = CompileProgress(args.file, enabled=not (args.no_progress or args.quiet))
     try:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
                          optimize=not args.no_optimize, sizes=_sizes(args.sizes),
                          calibration=_calibration(args), specialize=";".join(args.specialize or ()) or None,
-                         budget=_budget(args), cache=cache, on_stage=stages.start)
+                         budget=_budget(args), cache=cache, on_stage=stages.stage, on_progress=stages.step)
     except Exception as err:
         stages.close()
         if _is_usage(err):
@@ -165,30 +167,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
             _write(path, ir.print_module(spec.module))
             print(path)
     return EXIT_OK
-
-
-class _StageLine:
-    """The stage a compile is in, redrawn on one stderr line when stderr is a terminal (a long optimize is not
-    silent); nothing otherwise, so piped and CI output stays as it was (``-v`` logs the stages instead)."""
-
-    def __init__(self, file: str, enabled: bool = True, stream: Any = None):
-        self.file = file
-        self.stream = stream or sys.stderr
-        self.enabled = enabled and bool(getattr(self.stream, "isatty", lambda: False)())
-        self.t0 = time.monotonic()
-        self.drawn = False
-
-    def start(self, stage: str) -> None:
-        if self.enabled:
-            self.stream.write(f"\r{self.file}: {stage} ({time.monotonic() - self.t0:.1f} s)".ljust(80))
-            self.stream.flush()
-            self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\r" + " " * 80 + "\r")
-            self.stream.flush()
-            self.drawn = False
 
 
 class _StderrHandler(logging.StreamHandler):

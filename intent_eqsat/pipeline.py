@@ -323,12 +323,14 @@ def load_calibration(calibration: Any) -> Any:
 
 
 def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebooks: Any = None,
-             sizes: Mapping[str, int] | None = None, calibration: Any = None, budget: Any = None) -> Optimized:
+             sizes: Mapping[str, int] | None = None, calibration: Any = None, budget: Any = None,
+             progress: Callable[[str, int, int], None] | None = None) -> Optimized:
     """Run the e-graph optimizer when it exists; otherwise pass the constructed program through with a remark.
     ``sizes`` binds shape symbols for the cost model (the problem the program should be fastest for); unbound
     symbols take the model's default size. ``calibration`` (tuning file path(s) or a Calibration): measured
     times that re-rank the tile bindings of a measured program structure at the measured sizes. ``budget``: the
-    search budget (:func:`make_budget`; None: the default), per kernel, in deterministic units."""
+    search budget (:func:`make_budget`; None: the default), per kernel, in deterministic units. ``progress(label,
+    done, total)``: the optimizer's steps (``rules.optimize``)."""
     fn = optimizer()
     if fn is None:
         return Optimized(program=program, remarks=[NO_OPTIMIZER_REMARK])
@@ -341,6 +343,8 @@ def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebo
                                   calibration=cal)
     if budget is not None:
         kw["limits"] = make_budget(budget)
+    if progress is not None:
+        kw["progress"] = progress
     res = fn(program, target=target, options=options, rulebooks=rulebooks, **kw)
     report = getattr(res, "report", None)
     report = dict(report) if isinstance(report, Mapping) else (to_plain(report) if report is not None else {})
@@ -474,6 +478,7 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
         filename: str | None = None, stop_after: str | None = None, optimize_program: bool = True,
         sizes: Mapping[str, int] | None = None, calibration: Any = None,
         on_stage: Callable[[str], None] | None = None,
+        on_progress: Callable[[str, int, int], None] | None = None,
         specialize: "Mapping[str, Any] | str | None" = None, specialize_unmatched_ok: bool = False,
         budget: Any = None) -> PipelineResult:
     """Run the stages in order (``provider=None`` or ``stop_after="verify_gir"`` skips serialization;
@@ -483,7 +488,8 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     ``specialize_unmatched_ok`` lets a request that none of the module's kernels can take add none. ``budget``:
     the search budget of every kernel (:func:`make_budget`), checked before any stage runs.
 
-    Timings (seconds, per stage) are in ``result.timings``; ``on_stage(name)`` is called as each stage starts. A
+    Timings (seconds, per stage) are in ``result.timings``; ``on_stage(name)`` is called as each stage starts,
+    ``on_progress(label, done, total)`` as the optimize stage finishes each of its steps (counted, not timed). A
     failing stage's error is re-raised after :func:`annotate`; its ``stage`` attribute names the stage."""
     target = check_target(target)
     opts = make_options(options)
@@ -528,7 +534,8 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
     if optimize_program:
         optimized = stage("optimize", lambda: optimize(constructed, target=target, options=opts,
                                                        rulebooks=rulebooks, sizes=model_sizes,
-                                                       calibration=calibration, budget=limits))
+                                                       calibration=calibration, budget=limits,
+                                                       progress=on_progress))
         if assumed:
             optimized.report["assumed_sizes"] = dict(assumed)
     else:

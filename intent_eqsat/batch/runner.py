@@ -84,7 +84,8 @@ def read_input(path: str, shown: str) -> tuple[str | None, dict | None]:
 # ----------------------------------------------------------------------------------------------- progress
 
 class Progress:
-    """One status line on stderr: redrawn in place on a terminal, one line per finished job otherwise."""
+    """Batch progress on stderr: a tqdm bar with its ETA on a terminal (the jobs done so far give the rate), one
+    line per finished job otherwise (piped output, CI logs)."""
 
     def __init__(self, total: int, stream: TextIO | None = None, enabled: bool = True):
         self.total = total
@@ -92,7 +93,11 @@ class Progress:
         self.enabled = enabled and total > 0
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.done = self.failed = self.cached = 0
-        self.t0 = time.monotonic()
+        self.bar: Any = None
+        if self.enabled and self.tty:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, file=self.stream, unit="job", dynamic_ncols=True, desc="batch")
 
     def update(self, entry: dict) -> None:
         self.done += 1
@@ -101,22 +106,17 @@ class Progress:
         if not self.enabled:
             return
         what = f"{entry['file']} ({entry.get('provider') or entry.get('kind')}) {entry['status']}"
-        counts = f"{self.done}/{self.total} done, {self.failed} failed, {self.cached} cached"
-        if self.tty:
-            width = 30
-            fill = int(width * self.done / self.total)
-            elapsed = time.monotonic() - self.t0
-            eta = elapsed / self.done * (self.total - self.done)    # jobs so far as the rate: a rough estimate
-            line = (f"\r[{'#' * fill}{'.' * (width - fill)}] {counts} {elapsed:.1f}s, ETA {eta:.0f}s  {what}")
-            self.stream.write(line[:200].ljust(120))
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{self.failed} failed, {self.cached} cached; {what}", refresh=False)
+            self.bar.update(1)
         else:
             self.stream.write(f"[{self.done:>{len(str(self.total))}}/{self.total}] {what}\n")
-        self.stream.flush()
+            self.stream.flush()
 
     def close(self) -> None:
-        if self.enabled and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 # ------------------------------------------------------------------------------------------------- config

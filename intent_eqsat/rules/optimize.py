@@ -57,6 +57,8 @@ from intent_eqsat.rules.schedule import GroupRun, Limits, egraph_size, format_tr
 from intent_eqsat.rules.terms import T, from_json_choice
 
 NodeCost = Callable[[str, dict, list], float]
+#: progress steps of a kernel after its groups: the tile binding, the size buckets (counted when planning is off)
+STEPS_AFTER_GROUPS = 2
 
 
 class OptimizeError(IntentError):
@@ -494,7 +496,7 @@ def _phase(phases: dict, name: str, t0: float) -> float:
 def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: CompileOptions, groups: list,
                      limits: Limits, cost: Any, facts: F.Facts, verify_each_group: bool,
                      n_candidates: int, snapshots: bool, keep_graph: bool,
-                     phases: dict, egraph: Any = None) -> KernelResult:
+                     phases: dict, egraph: Any = None, tick: Callable[[str], None] | None = None) -> KernelResult:
     t = time.perf_counter()
     # the kernel's wall-clock safety net (never a search limit: crossing it is a SearchTimeout; issue 21)
     deadline = _schedule.now() + limits.safety_seconds if limits.safety_seconds is not None else None
@@ -544,6 +546,8 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
 
     def after(group: R.Group, run: Any) -> None:
         phases["saturate"] = phases.get("saturate", 0.0) + run.seconds
+        if tick is not None:
+            tick(f"{kernel.name}: {group.name}")
         if run.remark:
             res.remarks.append(run.remark)
         if verify_each_group or snapshots:
@@ -583,6 +587,8 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         raise GroupVerificationError(None, kernel.name, err) from err
     res.kernel, res.cost, res.binding = bound, (best_cost if math.isfinite(best_cost) else rc), best
     _phase(phases, "bind", t)
+    if tick is not None:
+        tick(f"{kernel.name}: tile binding")
     t = time.perf_counter()
     alt_bindings = [Candidate(kernel.name, 0, c, None, dict(b), term, kernel, graph.prov) for c, b in ranked[1:]
                     if math.isfinite(c)]
@@ -614,6 +620,8 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         res.size_buckets, res.bucket_report = _bucket_variants(
             decoded, program, options, target, cost, doms, tile_defaults, tile_decls, finish, ranked)
         _phase(phases, "buckets", t)
+    if tick is not None:
+        tick(f"{kernel.name}: size buckets")
     t = time.perf_counter()
     model = getattr(_node_cost(ext_cost, export), "__self__", None)
     if model is not None and hasattr(model, "evaluate") and hasattr(model, "extract"):
@@ -644,7 +652,8 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
              limits: "Limits | Mapping[str, Any] | None" = None, cost: Any = None, groups: Iterable[str] | None = None,
              kernels: Iterable[str] | None = None, verify_each_group: bool = True, candidates: int = 3,
              tile_candidates: Sequence[int] | None = None, trace: bool = False,
-             snapshots: bool = False, keep_graphs: bool = False) -> OptimizeResult:
+             snapshots: bool = False, keep_graphs: bool = False,
+             progress: Callable[[str, int, int], None] | None = None) -> OptimizeResult:
     """Optimize every kernel of ``program`` (a verified GPU IR module).
 
     ``target`` defaults to the module's target; ``options`` (CompileOptions or a mapping) to the module's options
@@ -655,6 +664,9 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
     ``tile_candidates`` overrides the target's tile-size domain (``TileCand`` facts). ``trace`` adds the per-rule
     table (STYLE item 5) as ``report["trace"]``; ``snapshots`` keeps the program text after each group
     (:mod:`intent_eqsat.rules.diff`); ``keep_graphs`` keeps each kernel's e-graph on ``result.kernels``.
+    ``progress(label, done, total)`` is called after each step: per kernel, each group run, the tile binding and
+    the size buckets (:data:`STEPS_AFTER_GROUPS`); the steps are counted, not timed, so they are the same on every
+    machine (``intent_eqsat.progress`` draws them as a bar).
     """
     from intent_eqsat.providers.targets import get_target
 
@@ -675,6 +687,14 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
         if unknown:
             raise LookupError(f"no kernel named {', '.join(sorted(unknown))}")
     phases: dict[str, float] = {}
+    steps = len(selected) + STEPS_AFTER_GROUPS
+    todo = [k for k in program.kernels if wanted is None or k.name in wanted]
+    done = [0]
+
+    def tick(label: str) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(label, done[0], steps * len(todo))
     ws = None if keep_graphs else workspace()
     if ws is not None:
         t = time.perf_counter()
@@ -688,7 +708,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
             continue
         kw = dict(target=target_name, options=opts, groups=selected, limits=limits, cost=cost, facts=the_facts,
                   verify_each_group=verify_each_group, n_candidates=candidates, snapshots=snapshots,
-                  keep_graph=keep_graphs, phases=phases)
+                  keep_graph=keep_graphs, phases=phases, tick=tick)
         if ws is None:
             kr = _optimize_kernel(k, program, **kw)         # a private EGraph per kernel (kept on the result)
         else:

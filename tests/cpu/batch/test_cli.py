@@ -184,10 +184,10 @@ def test_unknown_rulebooks_are_usage_errors_before_any_stage(capsys, monkeypatch
     assert stages == []
 
 
-def test_verbose_quiet_cache_and_the_stage_line(tmp_path, capsys, monkeypatch):
+def test_verbose_quiet_and_the_cache(tmp_path, capsys, monkeypatch):
     """Issue 24 item 6: -v logs each stage with its time and the cache's verdict; -q leaves errors only; compile
-    reads and writes the compile cache unless --no-cache; a terminal gets a redrawn stage line."""
-    import io
+    reads and writes the compile cache unless --no-cache (the progress bar on a terminal:
+    tests/cpu/api/test_progress.py)."""
     import logging
 
     monkeypatch.delenv("INTENT_EQSAT_CACHE", raising=False)
@@ -208,22 +208,6 @@ def test_verbose_quiet_cache_and_the_stage_line(tmp_path, capsys, monkeypatch):
     finally:
         cli._configure_logging(cli.build_parser().parse_args(["compile", "x"]))   # back to warnings
     assert logging.getLogger("intent_eqsat").level == logging.WARNING
-
-    class Tty(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
-    tty = Tty()
-    line = cli._StageLine("a.kir", stream=tty)
-    line.start("optimize")
-    assert tty.getvalue().startswith("\ra.kir: optimize (")
-    line.close()
-    assert tty.getvalue().endswith("\r")
-    piped = io.StringIO()
-    quiet = cli._StageLine("a.kir", stream=piped)
-    quiet.start("optimize")
-    quiet.close()
-    assert piped.getvalue() == ""
 
 
 @pytest.mark.skipif(not OPTIMIZER, reason="the optimizer (issue 4) is not available")

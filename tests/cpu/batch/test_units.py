@@ -172,6 +172,18 @@ def test_progress_lines_and_summary_table():
                                               "message": "bad"}))
     p.close()
     assert buf.getvalue().splitlines() == ["[1/2] a.kir (triton) ok", "[2/2] b.kir (triton) error"]
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    bar = Progress(2, stream=tty)                # a terminal: a tqdm bar with the counts, the last job and an ETA
+    bar.update(_entry("a.kir", "ok", cached=True))
+    bar.update(_entry("b.kir", "error"))
+    bar.close()
+    drawn = tty.getvalue()
+    assert "2/2" in drawn and "1 failed, 1 cached; b.kir (triton) error" in drawn and "[1/2]" not in drawn
     table = report.summary_table([_entry("a.kir", "ok", cached=True),
                                   _entry("b.kir", "error", error={"kind": "ParseError", "stage": "load",
                                                                   "location": "b.kir:1:2", "message": "bad"})])
