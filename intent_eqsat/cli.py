@@ -498,7 +498,7 @@ def _specialize_option(p: argparse.ArgumentParser, more: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="intent-eqsat", description="Equality-saturation optimizer of GPU "
                                      "kernels: KIR -> GPU IR -> e-graph -> Triton / cuTile.")
-    from intent_eqsat import __version__
+    from intent_eqsat.version import __version__
 
     parser.add_argument("--version", action="version", version=f"intent-eqsat {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,

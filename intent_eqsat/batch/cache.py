@@ -39,9 +39,7 @@ _TRANSIENT_KINDS = ("InternalError", "SearchTimeout")
 @functools.lru_cache(maxsize=1)
 def source_fingerprint() -> str:
     """sha256 over the relative paths and bytes of the package's Python sources (and the rulebooks')."""
-    import intent_eqsat
-
-    pkg = Path(intent_eqsat.__file__).resolve().parent
+    pkg = Path(__file__).resolve().parents[1]            # the intent_eqsat package
     roots = [pkg]
     try:
         import rulebooks
@@ -66,9 +64,9 @@ def tool_version() -> str:
     pinned = os.environ.get(TOOL_VERSION_ENV)
     if pinned:
         return pinned
-    import intent_eqsat
+    from intent_eqsat.version import __version__
 
-    return f"{intent_eqsat.__version__}+src.{source_fingerprint()[:16]}"
+    return f"{__version__}+src.{source_fingerprint()[:16]}"
 
 
 def _size_buckets_enabled() -> bool:

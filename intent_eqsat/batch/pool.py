@@ -43,9 +43,7 @@ class _Deadline(Exception):
 
 
 def _package_root() -> str:
-    import intent_eqsat
-
-    return str(Path(intent_eqsat.__file__).resolve().parent.parent)
+    return str(Path(__file__).resolve().parents[2])      # the folder holding the intent_eqsat package
 
 
 class Worker:

@@ -1331,7 +1331,7 @@ class CostModel:
         Here every reachable class with a ``Res`` alternative whose ``Multi`` class is already chosen in the
         program is tried with that node; a swap is kept when :meth:`evaluate` (exact, DAG-aware) gets cheaper.
         Returns the new choice and its exact total, or ``(choice, None)`` when no swap paid."""
-        from intent_eqsat.extract.rank import CyclicChoice, reachable
+        from intent_eqsat.extract.choice import CyclicChoice, reachable
         root = root or self.export.root
         nodes = self.nodes
         res_alts: dict[str, list[str]] = {}

@@ -457,7 +457,7 @@ def check_combiner_laws(c: m.Combiner, facts: ModuleFacts) -> None:
     (float64 rounding, not the kernel dtype's), NaN equal to NaN."""
     if not (c.associative or c.commutative):
         return
-    from intent_eqsat.kir.evaluate import _KernelEval
+    from intent_eqsat.kir.evaluator import _KernelEval
 
     comps = c.type if isinstance(c.type, tuple) else (c.type,)
     literals = _member_literals(c, facts.module)
