@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -96,7 +95,7 @@ def _format_error_dict(d: dict, path: str | None = None) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    from intent_eqsat.batch.atomic import write_atomic
+    from intent_eqsat.atomic import write_atomic
 
     write_atomic(path, text)
 

@@ -218,7 +218,7 @@ def lookup(root: Path, key: str) -> dict | None:
 
 def store(root: Path, key: str, data: dict) -> None:
     """Write the entry atomically; a folder that refuses it costs a recompile next time, nothing else."""
-    from intent_eqsat.batch.atomic import write_atomic
+    from intent_eqsat.atomic import write_atomic
 
     try:
         write_atomic(root / key[:2] / f"{key}.kernel.json",

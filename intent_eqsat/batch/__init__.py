@@ -2,8 +2,9 @@
 or Dask), a content-addressed cache, atomic outputs, and JSON / Markdown reports with plots.
 
 The command line (``intent-eqsat batch`` / ``check``) is a thin layer over :func:`run_batch`. The public names are
-imported on first use (PEP 562), so light submodules (``batch.atomic``, used by tuning files on a GPU machine that
-has only torch and triton) do not pull in the runner and the pipeline.
+imported on first use (PEP 562), so light submodules do not pull in the runner and the pipeline. Atomic file
+output is ``intent_eqsat.atomic`` (below this package: tuning files use it on a GPU machine that has only torch and
+triton).
 """
 from __future__ import annotations
 

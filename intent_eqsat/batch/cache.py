@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from intent_eqsat.batch.atomic import write_atomic
+from intent_eqsat.atomic import write_atomic
 
 SCHEMA = 1
 TOOL_VERSION_ENV = "INTENT_EQSAT_TOOL_VERSION"

@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from intent_eqsat.batch.atomic import write_atomic
+from intent_eqsat.atomic import write_atomic
 from intent_eqsat.errors import IntentError
 
 MANIFEST = ".batch-manifest.jsonl"

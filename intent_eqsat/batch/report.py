@@ -1,6 +1,6 @@
 """Batch reports: the summary table (stdout), ``report.json``, ``report.md`` and its plots (``plots/*.png``).
 
-Every file is written with :func:`~intent_eqsat.batch.atomic.write_atomic`. Entries are in input order (sorted
+Every file is written with :func:`~intent_eqsat.atomic.write_atomic`. Entries are in input order (sorted
 paths, then providers in the order asked), never in completion order, so two runs over the same inputs list the
 same things in the same order; only run facts (times, ``cached``) differ.
 """
@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from intent_eqsat.batch.atomic import write_atomic
+from intent_eqsat.atomic import write_atomic
 from intent_eqsat.pipeline import NO_OPTIMIZER_REMARK, SKIPPED_REMARK
 
 FAILED = ("error", "timeout", "crash")

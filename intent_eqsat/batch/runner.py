@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence, TextIO
 from intent_eqsat import pipeline
 from intent_eqsat.batch import outputs
 from intent_eqsat.batch import report as rep
-from intent_eqsat.batch.atomic import remove_stale_temps, write_atomic
+from intent_eqsat.atomic import remove_stale_temps, write_atomic
 from intent_eqsat.batch.cache import Cache, job_key, source_fingerprint, tool_version
 from intent_eqsat.batch.executors import Executor, make_executor
 from intent_eqsat.batch.outputs import Manifest, OutputError

@@ -128,7 +128,7 @@ class Calibration:
 
     def save(self, path: "str | Path", **about: Any) -> None:
         """Write the measurements as one tuning file (whole file replaced atomically)."""
-        from intent_eqsat.batch.atomic import write_atomic
+        from intent_eqsat.atomic import write_atomic
         doc = {"format": FORMAT, **about, "measurements": [m.as_dict() for m in self.measurements]}
         write_atomic(path, json.dumps(doc, indent=1) + "\n", skip_same=False)
 

@@ -917,7 +917,7 @@ def audit(corpus: Iterable[str] | None = None, rulebooks: Any = None, *, target:
     ``programs`` programs per group and kernel at most, ``limits`` the scheduler's (default: the optimizer's),
     ``progress``: True (stderr), a stream, or None; ``variants``: also run the groups whose rules never fired under
     each of :func:`option_variants` (in order, until all fired). Unknown rulebooks or groups raise LookupError."""
-    from intent_eqsat.pipeline import make_options
+    from intent_eqsat.ir.options import make_options
     from intent_eqsat.providers.targets import get_target
 
     t_start = time.perf_counter()

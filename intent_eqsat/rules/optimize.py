@@ -644,7 +644,7 @@ def _options(program: Module, options: Any) -> CompileOptions:
         return program.options
     if isinstance(options, CompileOptions):
         return options
-    from intent_eqsat.pipeline import make_options
+    from intent_eqsat.ir.options import make_options
     return make_options(options)
 
 
@@ -784,7 +784,7 @@ def optimize_kir(kir_module: Any, *, target: str = "sm90", options: Any = None, 
     """Construct the first complete GPU program of a KIR module (SPEC PASS-3.1), then :func:`optimize` it."""
     from intent_eqsat.construct import construct
 
-    from intent_eqsat.pipeline import make_options
+    from intent_eqsat.ir.options import make_options
 
     opts = make_options(options)
     program = construct(kir_module, target=target, options=opts)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from intent_eqsat.batch.atomic import is_temp
+from intent_eqsat.atomic import is_temp
 from intent_eqsat.batch.outputs import MANIFEST
 
 ROOT = Path(__file__).resolve().parents[3]

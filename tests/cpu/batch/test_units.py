@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from intent_eqsat.batch import atomic, cache, report
+from intent_eqsat import atomic
+from intent_eqsat.batch import cache, report
 from intent_eqsat.batch.pool import WorkerPool
 from intent_eqsat.batch.runner import Progress, collect_inputs
 from intent_eqsat.pipeline import UsageError
