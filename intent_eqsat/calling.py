@@ -19,7 +19,7 @@ import hashlib
 import inspect
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from intent_eqsat import ir, kir
 from intent_eqsat.providers.torch_ops import TORCH_DTYPE_NAMES, op_ident, op_schema
@@ -39,6 +39,15 @@ class _Slot:
     access: str                                 # "in" | "out" | "inout" | "scalar"
     dtype: str
     dims: tuple[tuple[str | int, ...], ...] | None
+
+
+class _OutSizing(NamedTuple):
+    """How :meth:`CallPlan._allocate_simply` allocates one missing ``out`` view."""
+
+    slot: int                                   # its parameter position
+    dtype: Any                                  # the torch dtype (None with ``like``)
+    dims: list                                  # per dim, its factors: ints and (slot, axis) of the given views
+    like: int | None                            # the slot of a given view of the same dims and dtype: empty_like
 
 
 def launcher_names(launch: Callable[..., Any], kernel: ir.Kernel) -> dict[str, str]:
@@ -158,13 +167,12 @@ class CallPlan:
                 shape.append(extent)
             values[i] = torch.empty(shape, dtype=getattr(torch, TORCH_DTYPE_NAMES[s.dtype]), device=device)
 
-    def _sizing(self, given: int) -> "tuple[int, list[tuple[int, Any, list[list[Any]]]]] | None":
+    def _sizing(self, given: int) -> "tuple[int, list[_OutSizing]] | None":
         """How to size the ``out`` views missing from a call that passes the first ``given`` parameters by
-        position and nothing else, read off the slots once (``allocate`` walks the values on every call):
-        (the slot whose tensor gives the device, [(out slot, torch dtype, its dims as factor lists: ints and
-        (slot, axis) pairs of the given views; or dtype None and the slot of a given view of the same dims and
-        dtype, to allocate like)]). None when such a call is not that simple (a missing
-        parameter that is not an ``out`` view, a symbol no given view binds): ``bind``/``allocate`` explain."""
+        position and nothing else, read off the slots once (``allocate`` walks the values on every call): the
+        slot whose tensor gives the device, and an :class:`_OutSizing` per missing view. None when such a call is
+        not that simple (a missing parameter that is not an ``out`` view, a symbol no given view binds):
+        ``bind``/``allocate`` explain."""
         import torch
 
         if given in self._sizings:
@@ -184,12 +192,12 @@ class CallPlan:
                 like = next((j for j in views if self.slots[j].dims == out.dims and self.slots[j].dtype == out.dtype),
                             None)
                 if like is not None:        # shaped like a given view: torch.empty_like (the cheapest allocation)
-                    outs.append((i, None, like))
+                    outs.append(_OutSizing(i, None, [], like))
                     continue
                 dims = [[where.get(f, f) if isinstance(f, str) else f for f in dim] for dim in out.dims]
                 if any(isinstance(f, str) for dim in dims for f in dim):
                     break
-                outs.append((i, getattr(torch, TORCH_DTYPE_NAMES[out.dtype]), dims))
+                outs.append(_OutSizing(i, getattr(torch, TORCH_DTYPE_NAMES[out.dtype]), dims, None))
             else:
                 recipe = (views[0], outs)
         self._sizings[given] = recipe
@@ -211,17 +219,17 @@ class CallPlan:
                 return None
         like = args[first]                   # new_empty: its device (cheaper than torch.empty(device=))
         values = list(args)
-        for _, dtype, dims in outs:
-            if dtype is None:               # dims: the slot of the given view it is shaped like
-                values.append(torch.empty_like(args[dims], memory_format=torch.contiguous_format))
+        for out in outs:
+            if out.like is not None:
+                values.append(torch.empty_like(args[out.like], memory_format=torch.contiguous_format))
                 continue
             shape = []
-            for dim in dims:
+            for dim in out.dims:
                 extent = 1
                 for f in dim:
                     extent = extent * (f if isinstance(f, int) else args[f[0]].shape[f[1]])
                 shape.append(extent)
-            values.append(like.new_empty(shape, dtype=dtype))
+            values.append(like.new_empty(shape, dtype=out.dtype))
         return values
 
     # ------------------------------------------------------------------------------------------------ calling
