@@ -4,7 +4,7 @@ Two modes, two machines:
 
 ``python bench/device_check.py prepare OUTDIR [--opt-seconds S] [--precompile]`` (here, with intent_eqsat):
     for every ``examples/corpus/*.kir`` kernel, build the constructed program (``construct``) and, when the
-    optimizer finishes within ``--opt-seconds``, the optimized one (``rules.optimize``); serialize each with the
+    optimizer finishes within ``--opt-seconds``, the optimized one (``optimizer.optimize``); serialize each with the
     Triton and the cuTile serializers for sm90 and write the sources into ``OUTDIR/gen``; draw random inputs with
     ``kir.inputs.random_inputs`` (shape symbols mostly in 17..97) and compute the reference outputs with the KIR
     evaluator in float64 (``kir.evaluate(..., float64=True)``, the semantic oracle); save both as
@@ -94,10 +94,10 @@ def _abi(program, kernel_name: str) -> list[dict]:
 
 
 def _optimize_with_timeout(program, seconds: float):
-    """rules.optimize under SIGALRM; (result | None, seconds, why-not)."""
+    """optimizer.optimize under SIGALRM; (result | None, seconds, why-not)."""
     import signal
 
-    from intent_eqsat.rules import optimize
+    from intent_eqsat.optimizer import optimize
 
     class _Timeout(Exception):
         pass

@@ -590,7 +590,7 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
     from intent_eqsat import ir, kir, pipeline
     from intent_eqsat.extract.calibration import fingerprint
     from intent_eqsat.ir.core import Module
-    from intent_eqsat.rules import tiles as TILES
+    from intent_eqsat.optimizer import tiles as TILES
 
     gen = outdir / "gen"
     gen.mkdir(parents=True, exist_ok=True)

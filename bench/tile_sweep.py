@@ -64,7 +64,7 @@ def prepare(args: argparse.Namespace) -> None:
     from intent_eqsat.pipeline import serialize
     from intent_eqsat.pipeline import make_options
     from intent_eqsat.providers.targets import get_target
-    from intent_eqsat.rules import optimize
+    from intent_eqsat.optimizer import optimize
 
     sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.sizes.split(","))}
     options = dict(kv.split("=") for kv in args.options.split(",")) if args.options else None

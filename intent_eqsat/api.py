@@ -46,8 +46,7 @@ class CompiledKernel:
     report: dict = field(default_factory=dict)
     kir: "kir.KirModule | None" = None
     constructed: "ir.Module | None" = None
-    optimizer_available: bool = False
-    optimizer_status: str = "unavailable"     # "ran" | "unavailable" | "skipped"
+    optimizer_status: str = "ran"     # "ran" | "skipped" (optimize=False)
     #: kernel name -> its KIR specializations (SPEC IR-2, ``compile(specialize=...)``), each with its own program;
     #: the kernel's source holds them and its ``launch()`` dispatches on the symbol values
     specializations: dict = field(default_factory=dict)
@@ -95,9 +94,7 @@ class CompiledKernel:
                 f"options {self.options.key()})")
         lines = [head]
         if self.optimizer_status != "ran":
-            why = ("optimization was skipped (optimize=False)" if self.optimizer_status == "skipped"
-                   else pipeline.NO_OPTIMIZER_MESSAGE)
-            lines.append(f"no cost explanation: {why}; the constructed program (SPEC PASS-3.1) was serialized as "
+            lines.append("no cost explanation: optimization was skipped (optimize=False); the constructed program (SPEC PASS-3.1) was serialized as "
                          f"is, so no cost model ran and there is no runner-up.")
             lines.extend(f"remark: {r}" for r in self.remarks)
             return "\n".join(lines) + "\n"
@@ -329,7 +326,7 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
             on_progress: "Callable[[str, int, int], None] | None" = None, progress: bool = False) -> CompiledKernel:
     """Compile ``.kir`` text, a ``.kir`` path or a KIR module for ``target`` with ``provider``.
 
-    Stages: load, KIR verify, construct, optimize (the e-graph optimizer when available; ``optimize=False``
+    Stages: load, KIR verify, construct, optimize (the e-graph optimizer; ``optimize=False``
     serializes the constructed program), GPU IR verify, serialize. ``sizes`` (e.g. ``{"M": 4096, "N": 4096,
     "K": 4096}``) tells the cost model the problem to be fastest for: block sizes are chosen for it (the program
     stays correct for every size); a symbol not given takes a size plausible for its role (a window extent 3,
@@ -396,13 +393,11 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     if "phases" in report:
         report["optimize_phases"] = report.pop("phases")
     report["phases"] = dict(res.timings, load=load_s)
-    report["optimizer_available"] = opt.available
     report["optimizer_status"] = opt.status
     ck = CompiledKernel(program=res.program, sources=res.sources, kernel_name=_select_kernel(res.kir, kernel),
                         provider=provider, target=res.target, options=res.options, cost=opt.cost,
                         candidates=list(opt.candidates), remarks=list(opt.remarks), report=report, kir=res.kir,
-                        constructed=res.constructed, optimizer_available=opt.available,
-                        optimizer_status=opt.status, specializations=dict(res.specializations),
+                        constructed=res.constructed, optimizer_status=opt.status, specializations=dict(res.specializations),
                         kir_text=text, _optimizer_result=opt.raw)
     if key is not None:
         compile_cache.store(root, key, compile_cache.plain(ck))

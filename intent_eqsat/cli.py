@@ -100,16 +100,6 @@ def _write(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def _optimizer_missing(what: str, fname: str | None = None) -> int:
-    from intent_eqsat import pipeline
-
-    if pipeline.optimizer() is None or fname is None:
-        _err(f"{what}: {pipeline.NO_OPTIMIZER_MESSAGE}")
-    else:
-        _err(f"{what}: intent_eqsat.rules.{fname}() is not available yet (issue 4)")
-    return EXIT_USAGE
-
-
 def _budget(args: argparse.Namespace) -> Any:
     """``--budget iterations=60,nodes=400000`` (repeatable) -> the search budget, or None (the default)."""
     from intent_eqsat import pipeline
@@ -300,12 +290,9 @@ def _render(obj: Any) -> str:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from intent_eqsat import pipeline
+    from intent_eqsat import optimizer
 
-    fname = {"list": "list_rules", "show": "show_rule", "audit": "audit"}[args.rules_command]
-    fn = pipeline.rules_function(fname)
-    if fn is None:
-        return _optimizer_missing(f"rules {args.rules_command}", fname)
+    fn = {"list": optimizer.list_rules, "show": optimizer.show_rule, "audit": optimizer.audit}[args.rules_command]
     if args.rules_command == "list":
         out = fn(rulebooks=_list(args.rulebooks)) if args.rulebooks else fn()
     elif args.rules_command == "show":
@@ -373,10 +360,8 @@ def _rules_audit(args: argparse.Namespace, fn: Any) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from intent_eqsat import api, pipeline
+    from intent_eqsat import api
 
-    if pipeline.optimizer() is None:
-        return _optimizer_missing("explain")
     try:
         ck = api.compile(Path(args.file), target=args.target, provider=args.provider,
                          options=_options(args.options), rulebooks=_list(args.rulebooks), kernel=args.kernel,
@@ -392,14 +377,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from intent_eqsat import pipeline
+    from intent_eqsat.optimizer import diff
 
-    fn = pipeline.rules_function("diff")
-    if fn is None:
-        return _optimizer_missing("diff", "diff")
     try:
         res = pipeline.run(Path(args.file), target=args.target, provider=None, options=_options(args.options),
                            stop_after="verify_gir")
-        out = fn(res.constructed, group=args.group, target=res.target, options=res.options,
+        out = diff(res.constructed, group=args.group, target=res.target, options=res.options,
                  rulebooks=_list(args.rulebooks))
     except LookupError as err:
         _err(f"diff: {err.args[0] if err.args else f'unknown group {args.group!r}'}")
@@ -553,7 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write report.json / report.md here (default: no reports)")
     p.set_defaults(func=cmd_check, no_plots=False)
 
-    p = sub.add_parser("rules", help="list, show or audit the rules (needs the optimizer, issue 4)")
+    p = sub.add_parser("rules", help="list, show or audit the rules")
     rsub = p.add_subparsers(dest="rules_command", metavar="list|show|audit", required=True)
     r = rsub.add_parser("list", help="every rule with its group")
     r.add_argument("--rulebooks", metavar="NAME[,NAME]")

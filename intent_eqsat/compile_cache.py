@@ -115,7 +115,6 @@ def plain(ck: "CompiledKernel") -> dict:
                         "kernel": getattr(c, "kernel", None)} for c in ck.candidates],
         "remarks": [str(r) for r in ck.remarks],
         "report": pipeline.to_plain(ck.report) or {},
-        "optimizer_available": ck.optimizer_available,
         "optimizer_status": ck.optimizer_status,
         "explain": explain,
     }
@@ -153,8 +152,7 @@ def restore_fields(data: Mapping[str, Any], *, kir_text: str | None = None, file
         candidates=candidates, remarks=[PlainRemark(r) for r in data.get("remarks") or ()],
         report=dict(data.get("report") or {}), kir=module, kir_text=text,
         constructed=ir.parse_module(data["constructed"]) if data.get("constructed") else None,
-        optimizer_available=bool(data.get("optimizer_available")),
-        optimizer_status=data.get("optimizer_status") or "unavailable",
+        optimizer_status=data.get("optimizer_status") or "ran",
         specializations=specs, optimizer_explain=data.get("explain"))
 
 

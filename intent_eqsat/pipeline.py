@@ -11,18 +11,9 @@ error (``ParseError``, ``KirError``, ``ConstructionError``, ``VerificationError`
 ...) after :func:`annotate` has attached ``err.stage`` and ``err.kir_location`` (the ``file:line:col`` of the KIR
 text the failure traces back to, found through the origin map when the error names a program location).
 
-The optimizer (issue 4) plugs in through one function, looked up at call time::
-
-    intent_eqsat.rules.optimize(program, *, target, options, rulebooks) -> result
-        result.program     the extracted GPU IR module
-        result.cost        its predicted cost (a number, or an object with .total and .breakdown)
-        result.candidates  the ranked runner-ups (each with .cost, optionally .params)
-        result.remarks     optimization remarks
-        result.report      groups run, rules fired with counts, e-graph size, optimizer phase times (a mapping)
-        result.params      (optional) physical parameter binding handed to the serializer
-
-Until ``intent_eqsat.rules.optimize`` exists, the optimize stage returns the constructed program unchanged with
-cost ``None``, no candidates, the remark :data:`NO_OPTIMIZER_REMARK` and an empty report.
+The optimize stage calls :func:`intent_eqsat.optimizer.optimize` (``program, *, target, options, rulebooks`` ->
+a result with ``.program``, ``.cost``, ``.candidates``, ``.remarks``, ``.report``, ``.params`` and
+``.size_buckets``) and hands on an :class:`Optimized`; ``optimize=False`` skips it with :data:`SKIPPED_REMARK`.
 """
 from __future__ import annotations
 
@@ -48,8 +39,6 @@ STAGES = ("load", "verify_kir", "construct", "optimize", "verify_gir", "serializ
 #: a stage that runs only when asked for (``run(specialize=...)``), between ``verify_gir`` and ``serialize``
 OPTIONAL_STAGES = ("specialize",)
 PROVIDERS = ("triton", "cutile")
-NO_OPTIMIZER_REMARK = "optimizer not available: constructed program used"
-NO_OPTIMIZER_MESSAGE = "the optimizer (issue 4) is not available yet"
 SKIPPED_REMARK = "optimization skipped (optimize=False): constructed program used"
 
 
@@ -211,37 +200,16 @@ class Optimized:
     remarks: list = field(default_factory=list)
     report: dict = field(default_factory=dict)
     params: dict | None = None
-    available: bool = False
     raw: Any = None
-    status: str = "unavailable"        # "ran" | "unavailable" (no intent_eqsat.rules.optimize) | "skipped"
+    status: str = "ran"                # "ran" | "skipped" (optimize=False)
     #: kernel name -> other tile bindings its launcher picks by the launch's sizes (issue 24 item 4)
     size_buckets: dict = field(default_factory=dict)
-
-
-def optimizer() -> Callable[..., Any] | None:
-    """``intent_eqsat.rules.optimize`` when the optimizer is built, else None."""
-    try:
-        rules = importlib.import_module("intent_eqsat.rules")
-    except ImportError:
-        return None
-    fn = getattr(rules, "optimize", None)
-    return fn if callable(fn) else None
-
-
-def rules_function(name: str) -> Callable[..., Any] | None:
-    """A function of ``intent_eqsat.rules`` (``list_rules``, ``show_rule``, ``audit``, ``diff`` ...) or None."""
-    try:
-        rules = importlib.import_module("intent_eqsat.rules")
-    except ImportError:
-        return None
-    fn = getattr(rules, name, None)
-    return fn if callable(fn) else None
 
 
 def check_rulebooks(rulebooks: Any) -> None:
     """Load the named rulebooks before any stage runs, so an unknown name is a :class:`UsageError` at once (not an
     error of the optimize stage after construction) and a broken rulebook a ``RulebookError`` naming its file."""
-    if rulebooks is None or optimizer() is None:
+    if rulebooks is None:
         return
     from intent_eqsat.rules.registry import load as load_rulebooks
 
@@ -249,20 +217,13 @@ def check_rulebooks(rulebooks: Any) -> None:
 
 
 def rulebook_versions(rulebooks: Any = None) -> Any:
-    """``intent_eqsat.rules.rulebook_versions(rulebooks)`` (or ``RULEBOOK_VERSIONS``) when present, else
-    ``"none"``; a rulebook set that fails to load gives ``"unavailable: <error>"`` (its jobs then fail, located)."""
+    """The rule groups' source hashes and ``all`` (:func:`intent_eqsat.rules.rulebook_versions`), for cache keys; a
+    rulebook set that fails to load gives ``"unavailable: <error>"`` (its jobs then fail, located)."""
+    from intent_eqsat.rules.registry import versions
     try:
-        rules = importlib.import_module("intent_eqsat.rules")
-    except Exception:  # the engine itself does not import: no versions (and no optimizer)
-        return "none"
-    fn = getattr(rules, "rulebook_versions", None)
-    if callable(fn):
-        try:
-            return to_plain(fn(rulebooks) if rulebooks is not None else fn())
-        except Exception as err:
-            return f"unavailable: {type(err).__name__}: {err}"
-    value = getattr(rules, "RULEBOOK_VERSIONS", None)
-    return to_plain(value) if value is not None else "none"
+        return to_plain(versions(rulebooks))
+    except Exception as err:
+        return f"unavailable: {type(err).__name__}: {err}"
 
 
 def load_calibration(calibration: Any) -> Any:
@@ -280,15 +241,14 @@ def load_calibration(calibration: Any) -> Any:
 def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebooks: Any = None,
              sizes: Mapping[str, int] | None = None, calibration: Any = None, budget: Any = None,
              progress: Callable[[str, int, int], None] | None = None) -> Optimized:
-    """Run the e-graph optimizer when it exists; otherwise pass the constructed program through with a remark.
+    """Run the e-graph optimizer (:func:`intent_eqsat.optimizer.optimize`) on the constructed program.
     ``sizes`` binds shape symbols for the cost model (the problem the program should be fastest for); unbound
     symbols take the model's default size. ``calibration`` (tuning file path(s) or a Calibration): measured
     times that re-rank the tile bindings of a measured program structure at the measured sizes. ``budget``: the
     search budget (:func:`make_budget`; None: the default), per kernel, in deterministic units. ``progress(label,
-    done, total)``: the optimizer's steps (``rules.optimize``)."""
-    fn = optimizer()
-    if fn is None:
-        return Optimized(program=program, remarks=[NO_OPTIMIZER_REMARK])
+    done, total)``: the optimizer's steps (``optimizer.optimize``)."""
+    from intent_eqsat.optimizer import optimize as run_optimizer
+
     kw: dict[str, Any] = {}
     cal = load_calibration(calibration)
     if sizes or cal is not None:
@@ -300,7 +260,7 @@ def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebo
         kw["limits"] = make_budget(budget)
     if progress is not None:
         kw["progress"] = progress
-    res = fn(program, target=target, options=options, rulebooks=rulebooks, **kw)
+    res = run_optimizer(program, target=target, options=options, rulebooks=rulebooks, **kw)
     report = getattr(res, "report", None)
     report = dict(report) if isinstance(report, Mapping) else (to_plain(report) if report is not None else {})
     if not isinstance(report, dict):
@@ -309,7 +269,7 @@ def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebo
     return Optimized(program=res.program, cost=getattr(res, "cost", None),
                      candidates=list(getattr(res, "candidates", None) or []),
                      remarks=list(getattr(res, "remarks", None) or []), report=report,
-                     params=dict(params) if params else None, available=True, raw=res, status="ran",
+                     params=dict(params) if params else None, raw=res, status="ran",
                      size_buckets=dict(getattr(res, "size_buckets", None) or {}))
 
 
@@ -700,9 +660,9 @@ def egraph_size(report: Mapping[str, Any] | None) -> int | None:
     return int(value) if _is_number(value) else None
 
 
-__all__ = ["STAGES", "PROVIDERS", "NO_OPTIMIZER_REMARK", "NO_OPTIMIZER_MESSAGE", "SKIPPED_REMARK",
+__all__ = ["STAGES", "PROVIDERS", "SKIPPED_REMARK",
            "ProviderUnavailable", "UsageError",
            "make_options", "options_dict", "check_target", "check_provider", "load", "verify_kir", "construct",
-           "Optimized", "optimizer", "rules_function", "rulebook_versions", "optimize", "verify_gir", "serializer",
+           "Optimized", "rulebook_versions", "optimize", "verify_gir", "serializer",
            "serialize", "PipelineResult", "run", "kir_location", "annotate", "error_kind", "describe_error",
            "to_plain", "cost_total", "cost_breakdown", "report_value", "egraph_size"]

@@ -1,7 +1,7 @@
 """Progress of one compile on a terminal (issue 24 item 6): the stage, and inside ``optimize`` a bar over its steps.
 
 The optimizer reports deterministic steps, not time: for each kernel, each transformation group it runs, then the
-tile binding and the size buckets (``rules.optimize(progress=...)``). So the bar's position and total are the same on every machine; only
+tile binding and the size buckets (``optimizer.optimize(progress=...)``). So the bar's position and total are the same on every machine; only
 the elapsed time and tqdm's ETA depend on the host. The bar is drawn with ``tqdm`` on stderr, and only when stderr
 is a terminal: piped and CI output stay as they were (``-v`` logs the stages instead).
 """

@@ -3,7 +3,7 @@
 Reads: the kernel's program space (one row-major segment), its execution group's region, the element types of
 values, the attributes of a prefix loop's bounds and step (``IndexLeafAttr``). Tile sizes are the symbolic
 parameters ``TILE_B0``/``TILE_B1``: the optimizer binds them after extraction from the target's candidate domain
-(candidates at least as wide as the target's warp), by the cost model (``intent_eqsat.rules.tiles``).
+(candidates at least as wide as the target's warp), by the cost model (``intent_eqsat.optimizer.tiles``).
 
 Legality: one execution group whose effects are stores / unique scatters / scatter-reduces of values
 made of element-wise ops, constants, launch values, loads and gathers (with or without validity) and pure ordered
@@ -45,7 +45,7 @@ from intent_eqsat.rules.terms import T as _Term, cons_list, t as _T
 from intent_eqsat.rules.sorts import A, AMap, As, LE, LEs, Multi, Region, Regions, Seg, Segs, KernelT, Stmt, \
     Stmts, Strs, Ty, Tys, Val, Vals
 
-#: the tile-size parameters blocking introduces (bound by the optimizer, see ``intent_eqsat.rules.tiles``)
+#: the tile-size parameters blocking introduces (bound by the optimizer, see ``intent_eqsat.optimizer.tiles``)
 TILE_PARAMS = ("TILE_B0", "TILE_B1")
 
 GROUP = "blocking"

@@ -58,7 +58,7 @@ SUPPORT = ruleset(name="contraction_support")
 ANALYSES = (SUPPORT,)
 
 INDEX = Ty.scalar("index")
-#: the reduction tile size parameter (bound by the optimizer after extraction, ``intent_eqsat.rules.tiles``)
+#: the reduction tile size parameter (bound by the optimizer after extraction, ``intent_eqsat.optimizer.tiles``)
 TILE_K = "TILE_K"
 
 #: ``m`` holds ``key = value`` (for the keys this group reads)

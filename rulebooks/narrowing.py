@@ -42,7 +42,7 @@ an all_true loop's validity does not read its induction variable, a mixed loop k
 a select on a check of the induction variable).
 
 After extraction, once the tile sizes are literals, the optimizer runs the group's two passes that need them when
-this group is in the rulebooks (``rules.optimize._range_passes``; each declares itself in its module):
+this group is in the rulebooks (``optimizer.optimize._range_passes``; each declares itself in its module):
 ``intent_eqsat.ir.range_skip`` (a loop with a lane check other than its tile tail: its all-true iterations with the
 checks ``true``, then the rest, whose all-false end is removed where local value propagation proves the body is the
 identity there: causal attention's key loops, per key or per key tile) and then ``intent_eqsat.ir.tail_split`` (a

@@ -43,7 +43,7 @@ Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcas
 ``for k0 in [lb, ub) step TR {reduce = c}: c(acc, reduce(select(k0 + range(TR) < ub, x(k0 + range(TR)), identity), axis b2, c))``;
 an arg-reduction loop -> ``for k0 step TR``: the same fold of ``argreduce(x(k0 + range(TR)) where valid else
 -inf/+inf)`` at index ``k0 - lb + lane``. ``TR`` is the symbolic parameter ``TILE_R``, bound after extraction
-from the ownership candidates (``intent_eqsat.rules.tiles``).
+from the ownership candidates (``intent_eqsat.optimizer.tiles``).
 
 Preserves: the value of every reduction up to regrouping of its members (an ordinary reduction); members past
 ``ub`` contribute the identity and load nothing (their validity is false); element-wise values (ops commute with
@@ -74,7 +74,7 @@ SUPPORT = ruleset(name="reduction_support")
 ANALYSES = (P.ANALYSIS, P.DEPS, B.SUPPORT, SUPPORT)  # + NESTED, appended below
 
 INDEX = Ty.scalar("index")
-#: the member tile parameter (bound by the optimizer after extraction, ``intent_eqsat.rules.tiles``)
+#: the member tile parameter (bound by the optimizer after extraction, ``intent_eqsat.optimizer.tiles``)
 TILE_R = "TILE_R"
 #: the key tile of a normalized summary's moment (``rulebooks.online_tiles``); its own parameter, so the lifting
 #: contexts of key tiles are distinct terms from the member contexts of this group's blocking (only they lift

@@ -36,7 +36,7 @@ is live across the consumers' loops) and register estimates.
 Verifier: the shared GPU verifier after the group (dominance: the shared loop is placed before every consumer;
 loop operand/argument/yield types agree).
 
-After binding (``rules.optimize._range_passes``, with this group selected): ``ir.unswitch.unswitch_sibling_loops``
+After binding (``optimizer.optimize._range_passes``, with this group selected): ``ir.unswitch.unswitch_sibling_loops``
 materializes a row in registers where the tile sizes make it one tile: passes over the row (sibling loops of an
 execution group) that re-read one view run once under a launch guard (``N <= tile``), so their loads merge, and
 as they were otherwise (declaration in that module).

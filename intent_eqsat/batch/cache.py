@@ -70,7 +70,7 @@ def tool_version() -> str:
 
 
 def _size_buckets_enabled() -> bool:
-    from intent_eqsat.rules.size_buckets import enabled
+    from intent_eqsat.optimizer.size_buckets import enabled
     return enabled()
 
 

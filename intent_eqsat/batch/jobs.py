@@ -94,7 +94,6 @@ def compile_job(job: dict, on_stage: Callable[[str], None] | None = None) -> dic
         "cost_breakdown": pipeline.cost_breakdown(opt.cost),
         "candidates": [pipeline.cost_total(getattr(c, "cost", c)) for c in opt.candidates],
         "remarks": [str(r) for r in opt.remarks],
-        "optimizer_available": opt.available,
         "optimizer_status": opt.status,
         "egraph_size": pipeline.egraph_size(report),
         "rules_fired": pipeline.to_plain(pipeline.report_value(report, "rules_fired", "rule_counts")),

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from intent_eqsat.atomic import write_atomic
-from intent_eqsat.pipeline import NO_OPTIMIZER_REMARK, SKIPPED_REMARK
+from intent_eqsat.pipeline import SKIPPED_REMARK
 
 FAILED = ("error", "timeout", "crash")
-_ONCE = (NO_OPTIMIZER_REMARK, SKIPPED_REMARK)     # remarks said once under the table, not on every row
+_ONCE = (SKIPPED_REMARK,)     # remarks said once under the table, not on every row
 
 
 def summarize(entries: Sequence[dict]) -> dict:
@@ -115,9 +115,6 @@ def write_markdown(path: Path, header: dict, entries: Sequence[dict], plots: dic
         L.append("- KIR specializations requested: "
                  + "; ".join(f"`{k}={','.join(map(str, v))}`" for k, v in cfg["specialize"].items())
                  + " (each file's kernels take the symbols they have)")
-    if "unavailable" in statuses:
-        L.append("- the optimizer (issue 4) is not available yet: the constructed programs were serialized; "
-                 "no predicted costs or e-graph sizes")
     sizes = cfg.get("sizes")
     L.append("- predicted cost: the cost model's time per launch in seconds on the target, at "
              + (("sizes " + ", ".join(f"`{k}={v}`" for k, v in sorted(sizes.items())) + " (other symbols: ")
@@ -180,7 +177,7 @@ def _no_optimizer_data(entries: Sequence[dict]) -> str | None:
         return None
     if statuses == {"skipped"}:
         return "optimization was skipped (--no-optimize)"
-    return "the optimizer (issue 4) is not available yet" if "unavailable" in statuses else "no job succeeded"
+    return "no job succeeded"
 
 
 def write_plots(out: Path, entries: Sequence[dict]) -> dict[str, str | None]:

@@ -321,7 +321,6 @@ def _entry(base: dict, result: dict, cached: bool, key: str | None) -> dict:
         "cost_breakdown": result.get("cost_breakdown") or {},
         "candidates": result.get("candidates") or [],
         "remarks": result.get("remarks") or [],
-        "optimizer_available": bool(result.get("optimizer_available")),
         "optimizer_status": result.get("optimizer_status"),
         "egraph_size": result.get("egraph_size"),
         "rules_fired": result.get("rules_fired"),
@@ -385,7 +384,6 @@ def write_reports(cfg: BatchConfig, result: BatchResult, executor: Executor | No
     out = result.out
     assert out is not None
     ex = executor or make_executor(cfg.executor, cfg.jobs, cfg.scheduler)
-    optimizer_available = any(e.get("optimizer_available") for e in result.entries)
     header = {
         "tool": {"name": "intent-eqsat", "version": tool_version()},
         "config": {"kind": cfg.kind, "target": cfg.target,
@@ -398,7 +396,6 @@ def write_reports(cfg: BatchConfig, result: BatchResult, executor: Executor | No
                                   if cfg.specialize and cfg.kind == "compile" else None),
                    "timeout_s": cfg.timeout,
                    "executor": ex.describe(), "cache": bool(cfg.use_cache)},
-        "optimizer_available": optimizer_available,
         "wall_s": round(result.wall_s, 3),
     }
     try:

@@ -1594,7 +1594,7 @@ _LAST_ENCODED: list = []
 
 def _encoded(kernel: Any) -> tuple[Export, dict[str, frozenset]]:
     """The one-node-per-class export of ``kernel`` and its op homes, kept for the last kernel seen: tile binding
-    costs one kernel at hundreds of bindings (``rules.tiles.choose``), and the encoding does not depend on them
+    costs one kernel at hundreds of bindings (``optimizer.tiles.choose``), and the encoding does not depend on them
     (it was 40% of the binding phase of causal attention). Kernels are values nobody mutates; the cache holds
     the kernel itself, so an identity hit is the same kernel."""
     if _LAST_ENCODED and _LAST_ENCODED[0] is kernel:

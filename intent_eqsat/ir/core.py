@@ -320,7 +320,7 @@ class Specialization:
 @dataclass(frozen=True, eq=False)
 class SizeVariant:
     """Another tile binding of a general kernel's program for the launches whose shapes fall in some size buckets
-    (issue 24 item 4, ``intent_eqsat.rules.size_buckets``): the same structure and ABI with other tile sizes and
+    (issue 24 item 4, ``intent_eqsat.optimizer.size_buckets``): the same structure and ABI with other tile sizes and
     launch resources, verified on its own. ``module`` holds it as kernel ``kernel``."""
 
     index: int

@@ -19,7 +19,7 @@ Declaration (SPEC PASS-1):
   work); how their bounds move with each segment coordinate (index arithmetic over the coordinates: ``add``,
   ``sub``, ``mul``/``floordiv`` by constants or physical parameters, ``min``, ``max``, ``cast``; launch values and
   constants are fixed); the views those loops read, with their shapes and dtypes; the target's L2 size. Runs after
-  binding and the range passes (``rules.optimize``), with the ``mapping`` group in the rulebooks.
+  binding and the range passes (``optimizer.optimize``), with the ``mapping`` group in the rulebooks.
 - Requires: one coordinate axis ``a >= 1`` along which at least one such loop's trip count grows (upper bound
   non-decreasing, lower bound non-increasing, one of them moving) and none shrinks or moves in a way the index
   arithmetic does not show; no atomic access or ``scatter_reduce`` in the kernel (their order is observable in
@@ -31,7 +31,7 @@ Declaration (SPEC PASS-1):
 - Preserves: every program's coordinates and body (the order is a bijection on the same coordinate set, programs
   do not communicate), the ABI, values and effects.
 - Invalidates: nothing the later passes read (serializers print the decode from the segment).
-- Verifier: the shared GPU verifier on the bound kernel (``rules.optimize``).
+- Verifier: the shared GPU verifier on the bound kernel (``optimizer.optimize``).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ than the compiled program with it; docs/perf.md).
 Declaration (SPEC PASS-1):
 
 - Reads: ``for`` ops whose lower bound, upper bound and step are constants (``launch`` of a constant LaunchExpr or
-  an index ``const``), after :func:`intent_eqsat.rules.tiles.bind` wrote the tile sizes as literals.
+  an index ``const``), after :func:`intent_eqsat.optimizer.tiles.bind` wrote the tile sizes as literals.
 - Requires: step > 0 and ``lb < ub <= lb + step`` (exactly one iteration); no ``narrowing`` attribute (a narrowed
   loop keeps its range proof where the verifier looks for it).
 - Rewrites: the loop op is replaced by its body's ops; the induction variable becomes the lower bound, each carried
@@ -20,7 +20,7 @@ Declaration (SPEC PASS-1):
 - Preserves: every value the program computes (one iteration of the body with the same operands), effects and their
   order, the ABI, the program space, origins of the inlined ops.
 - Invalidates: the loop's ``reduce`` mark (no loop is left to mark), loop nesting depth.
-- Verifier: the shared GPU verifier runs on the bound kernel after this pass (``rules.optimize``).
+- Verifier: the shared GPU verifier runs on the bound kernel after this pass (``optimizer.optimize``).
 """
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ Why: a blocking loop ``for j0 in [lb, ub) step TN`` checks ``j0 + range(TN) < ub
 only the last tile can be partial. In the flash-attention key loop the check is a select over every score and a
 mask on every key/value load: the same H200 program edited by hand without them ran 1.11-1.13x faster
 (2026-11-30, d64, docs/perf.md); compiled with this pass, 1.09x. The split needs the tile width, so it runs after
-the tile parameters are bound (:func:`intent_eqsat.rules.tiles.bind`) and the launch resources with them (the
-resource model costs one copy of each loop body): ``rules.optimize._range_passes``, when the ``narrowing`` group is
+the tile parameters are bound (:func:`intent_eqsat.optimizer.tiles.bind`) and the launch resources with them (the
+resource model costs one copy of each loop body): ``optimizer.optimize._range_passes``, when the ``narrowing`` group is
 in the rulebooks.
 
 Declaration (SPEC PASS-1):

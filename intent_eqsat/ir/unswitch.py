@@ -18,7 +18,7 @@ Declaration (SPEC PASS-1):
 - Reads: ``for`` ops (the *outer* loops) whose body holds a ``contract`` (the loops the provider compilers
   software-pipeline, as ``ir.tail_split``) and, strictly inside, ``for`` ops with constant lower bound and step and
   an upper bound produced by a ``launch`` of a non-constant LaunchExpr (the *guarded* loops). Runs after the tile
-  parameters are bound and the ranges narrowed (``rules.optimize``), on the final loop structure.
+  parameters are bound and the ranges narrowed (``optimizer.optimize``), on the final loop structure.
 - Requires: the guarded loop has no ``narrowing`` record (a narrowed loop keeps its range proof where the verifier
   looks for it) and its step is > 1 (a step of 1 runs once only for a one-element extent: no gain worth a copy).
 - Rewrites: the outer loop becomes ``if guard { outer loop with the guarded loops inlined at iv = lb } else {
@@ -31,7 +31,7 @@ Declaration (SPEC PASS-1):
   carried values their inits; otherwise the original loop), effects and their order, the ABI, the program space,
   the narrowing records of the copied loops and their proofs (the copies run the same ranges), origins.
 - Invalidates: code size (the outer loop is printed twice), loop nesting depth in the guarded branch.
-- Verifier: the shared GPU verifier on the bound kernel (``rules.optimize``).
+- Verifier: the shared GPU verifier on the bound kernel (``optimizer.optimize``).
 
 **Sibling loops that re-read one view** (:func:`unswitch_sibling_loops`). Why: a row program whose row is one tile
 (softmax, layernorm compiled for ``N = 8192`` with 8192-wide row tiles) still keeps its passes over the row as
@@ -54,7 +54,7 @@ re-read, 0.99x / 1.00x; docs/perf.md).
 - Preserves: every value and effect and their order in each branch (under the guard each loop runs exactly once),
   the ABI, the program space, origins; the region's terminator.
 - Invalidates: code size (the tail of the region is printed twice).
-- Verifier: the shared GPU verifier on the bound kernel (``rules.optimize``).
+- Verifier: the shared GPU verifier on the bound kernel (``optimizer.optimize``).
 """
 from __future__ import annotations
 

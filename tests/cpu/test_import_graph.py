@@ -2,8 +2,8 @@
 
 Every ``import`` and ``from ... import`` of every module counts, at module level or inside a function (a lazy
 import is still a dependency); only imports under ``if TYPE_CHECKING:`` are left out (they exist for annotations
-and never run). A cycle is reported with the modules in it. Between subpackages one cycle is left (``KNOWN_PACKAGE_CYCLE``: the
-e-graph encoding and the optimizer share the ``rules`` package); it may shrink, and no other may appear.
+and never run). A cycle is reported with the modules in it. Between subpackages there is no cycle either, and every import goes
+down the layer table ``LAYERS`` (or stays within a layer).
 """
 from __future__ import annotations
 
@@ -123,25 +123,47 @@ def test_no_module_imports_itself_through_others() -> None:
         for c in found)
 
 
-#: the one cycle between subpackages left: ``rules`` holds both the e-graph encoding (which ``extract`` and
-#: ``construct`` build on) and the optimizer orchestration (``rules.optimize``, ``rules.audit``, which use them)
-KNOWN_PACKAGE_CYCLE = {"intent_eqsat.construct", "intent_eqsat.extract", "intent_eqsat.rules"}
+#: the subpackages from the bottom up (issue 22 item 4): a package imports only packages of its own layer or below.
+#: ``rules`` is the e-graph encoding and scheduler, ``extract`` the cost model and extraction over its export,
+#: ``optimizer`` the orchestration on top of both; target capabilities (``providers.targets``) sit low.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "atomic", "version", "progress"),
+    ("ir", "kir"),
+    ("providers",),
+    ("rules",),
+    ("extract", "construct"),
+    ("optimizer",),
+    ("pipeline",),
+    ("calling", "batch"),
+    ("compile_cache",),
+    ("api",),
+    ("cli", ""),          # "": the package's own __init__
+)
 
 
-def test_subpackages_form_no_cycle_but_the_known_one() -> None:
-    """Modules folded into their subpackage (``intent_eqsat.rules.optimize`` -> ``intent_eqsat.rules``): no new
-    cycle between subpackages; the known one may shrink or go (issue 22 item 4), not grow."""
-    graph = import_graph(ROOT, ("intent_eqsat",))
+def _package_graph() -> dict[str, set[str]]:
+    """subpackage (``rules``; ``""`` for ``intent_eqsat/__init__``) -> the subpackages its modules import."""
     packages: dict[str, set[str]] = {}
-    for module, targets in graph.items():
-        mine = ".".join(module.split(".")[:2])
-        packages.setdefault(mine, set()).update(".".join(t.split(".")[:2]) for t in targets)
+    for module, targets in import_graph(ROOT, ("intent_eqsat",)).items():
+        mine = ".".join(module.split(".")[1:2])
+        packages.setdefault(mine, set()).update(".".join(t.split(".")[1:2]) for t in targets)
     for name, targets in packages.items():
         targets.discard(name)
-        for t in targets:
-            packages.setdefault(t, set())
-    for c in cycles(packages):
-        assert set(c) <= KNOWN_PACKAGE_CYCLE, f"a new cycle between subpackages: {' -> '.join(c)}"
+    return packages
+
+
+def test_subpackages_form_no_cycle() -> None:
+    packages = _package_graph()
+    assert not cycles({k: set(v) for k, v in packages.items()}), cycles(packages)
+
+
+def test_subpackages_import_only_their_layer_or_below() -> None:
+    """No back edge: each import goes down the layer table (or stays in its layer); a new subpackage is placed."""
+    layer = {name: i for i, names in enumerate(LAYERS) for name in names}
+    packages = _package_graph()
+    assert set(packages) <= set(layer), f"subpackages not in LAYERS: {sorted(set(packages) - set(layer))}"
+    back = sorted(f"{a or 'intent_eqsat'} -> {b}" for a, ts in packages.items() for b in ts if layer[b] > layer[a])
+    assert not back, "imports up the layer table: " + "; ".join(back)
 
 
 def test_a_planted_cycle_is_found(tmp_path: Path) -> None:

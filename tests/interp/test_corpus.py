@@ -92,7 +92,7 @@ OPTIMIZED = ("gemm", "gemm_bias_relu", "transpose", "elementwise_chain", "embedd
 def test_optimized_corpus_kernel_runs_under_the_interpreter(gen_dir, name) -> None:
     """The extracted program (issue 5: "from the extracted one once the optimizer exists") under TRITON_INTERPRET=1
     equals the GPU IR interpreter on odd shapes (tails of the tiles exercised)."""
-    from intent_eqsat.rules import optimize
+    from intent_eqsat.optimizer import optimize
     kir, program = _program(ROOT / "examples" / "corpus" / f"{name}.kir")
     optimized = optimize(program, target="sm90").program
     for k in optimized.kernels:

@@ -22,7 +22,7 @@ def test_flash_attention_matches_the_reference_under_the_interpreter(gen_dir) ->
     from intent_eqsat import pipeline
     from intent_eqsat.construct import construct
     from intent_eqsat.kir.inputs import random_inputs
-    from intent_eqsat.rules import optimize
+    from intent_eqsat.optimizer import optimize
 
     module = pipeline.load(str(ROOT / "examples" / "corpus" / "attention.kir"))
     opts = pipeline.make_options({"numerics": "relaxed_normalization"})
@@ -54,7 +54,7 @@ def test_flash_attention_with_a_literal_head_dim_runs_one_loop_under_the_interpr
     from intent_eqsat.construct import construct
     from intent_eqsat.kir.inputs import random_inputs
     from intent_eqsat.pipeline import make_options
-    from intent_eqsat.rules import optimize
+    from intent_eqsat.optimizer import optimize
 
     text = (ROOT / "bench" / "suite" / "attention_bf16_d64.kir").read_text().replace("bf16", "f16")
     module = kir.parse(text, filename="attention_f16_d64.kir")
@@ -85,7 +85,7 @@ def test_flash_attention_exports_to_tileir_bytecode(tmp_path) -> None:
     from intent_eqsat import pipeline
     from intent_eqsat.construct import construct
     from intent_eqsat.providers.cutile import TILEIR_MAGIC, export
-    from intent_eqsat.rules import optimize
+    from intent_eqsat.optimizer import optimize
 
     module = pipeline.load(str(ROOT / "examples" / "corpus" / "attention.kir"))
     opts = pipeline.make_options({"numerics": "relaxed_normalization"})

@@ -13,7 +13,7 @@ from intent_eqsat import api, kir
 from intent_eqsat.kir.evaluate import evaluate
 from intent_eqsat.kir.inputs import random_inputs
 from intent_eqsat.providers.loader import load_source
-from intent_eqsat.rules import size_buckets as SB
+from intent_eqsat.optimizer import size_buckets as SB
 
 from tests.interp.helpers import ROOT, assert_matches, copy_args
 

@@ -86,7 +86,7 @@ def serialize(module, kernel_name: str, target: "Target | str", params: dict[str
     launcher (``_launch_<values>``); ``launch()`` calls the one whose symbol values the launch's shapes give, when
     the caller chose no parameters or launch resources, and the general kernel otherwise.
 
-    ``size_buckets`` (issue 24 item 4, ``intent_eqsat.rules.size_buckets``): other tile bindings of the same
+    ``size_buckets`` (issue 24 item 4, ``intent_eqsat.optimizer.size_buckets``): other tile bindings of the same
     program, each verified and printed the same way (``_launch_bucket<i>``); when no specialization takes the
     launch and the caller chose nothing, ``launch()`` computes each bucket symbol's level from the shapes and
     calls the variant ``BUCKET_TABLE`` names (the general kernel where it names none).

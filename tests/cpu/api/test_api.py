@@ -1,5 +1,5 @@
 """The Python API (issue 6 item 1): intent_eqsat.compile / optimize / CompiledKernel on real corpus kernels, the
-pipeline stages, located errors, and the optimizer plug-in contract (exercised with a stand-in optimizer)."""
+pipeline stages, located errors, and what the optimize stage hands on (exercised with a stand-in optimizer)."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +20,6 @@ from intent_eqsat.providers.errors import Unsupported
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "examples" / "corpus"
 KERNELS = ["gemm", "softmax", "row_sum", "layernorm", "cumsum", "causal_attention"]
-OPTIMIZER = pipeline.optimizer() is not None
 
 
 def _triton_ok() -> bool:
@@ -34,41 +33,35 @@ def _triton_ok() -> bool:
 needs_triton = pytest.mark.skipif(not _triton_ok(), reason="the Triton serializer is not importable yet")
 
 
-@pytest.fixture
-def no_optimizer(monkeypatch):
-    """The world before issue 4: intent_eqsat.rules has no optimize()."""
-    monkeypatch.setattr(pipeline, "optimizer", lambda: None)
-
-
 @needs_triton
 @pytest.mark.parametrize("name", KERNELS)
-def test_compiled_kernel_attributes_without_optimizer(name, no_optimizer):
-    ck = intent_eqsat.compile(CORPUS / f"{name}.kir", target="sm90", provider="triton")
+def test_compiled_kernel_attributes_of_the_constructed_program(name):
+    ck = intent_eqsat.compile(CORPUS / f"{name}.kir", target="sm90", provider="triton", optimize=False)
     assert isinstance(ck, api.CompiledKernel)
     ir.verify(ck.program)                                   # .program: the verified GPU IR module
     assert ck.kernel_name == name and ck.kernels == [name]
     assert "@triton.jit" in ck.source and f"@{name}" in ck.source
     assert ck.provider == "triton" and ck.target == "sm90"
     assert ck.options == CompileOptions() and ck.program.options == ck.options
-    assert list(ck.report["phases"]) == list(pipeline.STAGES)   # time per phase, in pipeline order
+    stages = [s for s in pipeline.STAGES if s != "optimize"]
+    assert list(ck.report["phases"]) == stages                # time per phase, in pipeline order
     assert all(t >= 0 for t in ck.report["phases"].values())
-    assert ck.report["optimizer_available"] is False and ck.optimizer_status == "unavailable"
+    assert ck.optimizer_status == "skipped" and "optimizer_available" not in ck.report
     assert ck.cost is None and ck.predicted_cost is None and ck.candidates == []
-    assert ck.remarks == [pipeline.NO_OPTIMIZER_REMARK]
+    assert ck.remarks == [pipeline.SKIPPED_REMARK]
     assert ck.egraph_size is None and ck.rules_fired == {} and ck.groups == []
     assert ir.print_module(ck.program) == ir.print_module(ck.constructed)
     text = ck.explain()
     assert text.startswith(f"kernel {name} (target sm90, provider triton")
-    assert "the optimizer (issue 4) is not available yet" in text and "no runner-up" in text
+    assert "optimization was skipped (optimize=False)" in text and "no runner-up" in text
 
 
 @needs_triton
-@pytest.mark.skipif(not OPTIMIZER, reason="the optimizer (issue 4) is not available")
 @pytest.mark.parametrize("name", ["gemm", "softmax", "row_sum"])
 def test_compiled_kernel_attributes_with_the_optimizer(name):
     ck = intent_eqsat.compile(CORPUS / f"{name}.kir")
     ir.verify(ck.program)
-    assert ck.optimizer_status == "ran" and ck.report["optimizer_available"] is True
+    assert ck.optimizer_status == "ran" and ck.report["optimizer_status"] == "ran"
     assert isinstance(ck.predicted_cost, float)
     assert isinstance(ck.candidates, list) and isinstance(ck.remarks, list)
     assert isinstance(ck.groups, list) and isinstance(ck.rules_fired, dict)
@@ -89,26 +82,26 @@ def test_optimize_false_serializes_the_constructed_program():
 
 
 @needs_triton
-def test_source_forms_agree_and_are_deterministic(no_optimizer):
+def test_source_forms_agree_and_are_deterministic():
     path = CORPUS / "softmax.kir"
     text = path.read_text()
     module = kir.parse(text, filename=str(path))
-    a = intent_eqsat.compile(path)
-    b = intent_eqsat.compile(str(path))
-    c = intent_eqsat.compile(text, filename=str(path))
-    d = intent_eqsat.compile(module)
+    a = intent_eqsat.compile(path, optimize=False)
+    b = intent_eqsat.compile(str(path), optimize=False)
+    c = intent_eqsat.compile(text, filename=str(path), optimize=False)
+    d = intent_eqsat.compile(module, optimize=False)
     assert a.source == b.source == c.source == d.source
     assert ir.print_module(a.program) == ir.print_module(d.program)
 
 
-def test_optimize_returns_verified_program_and_honours_options(no_optimizer):
-    prog = intent_eqsat.optimize(CORPUS / "attention.kir", options={"numerics": "relaxed_normalization",
-                                                                   "online_reduction": "false"})
+def test_optimize_returns_verified_program_and_honours_options():
+    prog = intent_eqsat.optimize(CORPUS / "softmax.kir", options={"numerics": "relaxed_normalization",
+                                                                 "online_reduction": "false"})
     assert isinstance(prog, ir.Module)
     ir.verify(prog)
     assert prog.options == CompileOptions("relaxed_normalization", False, False)
     opts = CompileOptions("source", True, True)
-    assert intent_eqsat.optimize(CORPUS / "gemm.kir", options=opts).options == opts
+    assert intent_eqsat.optimize(CORPUS / "row_sum.kir", options=opts).options == opts
 
 
 def test_errors_are_typed_and_located(tmp_path):
@@ -123,7 +116,7 @@ def test_errors_are_typed_and_located(tmp_path):
     assert ei.value.stage == "verify_kir" and str(ei.value.kir_location) == f"{bad}:2:12"
 
 
-def test_provider_error_is_mapped_to_kir_location(monkeypatch, no_optimizer):
+def test_provider_error_is_mapped_to_kir_location(monkeypatch):
     """An Unsupported error located in the program (``kernel k, op #n (...) from <KIR id>``) is reported at the
     KIR statement that op came from, through the origin map."""
     from intent_eqsat.providers.errors import ProviderSurfaceUnsupported
@@ -135,7 +128,7 @@ def test_provider_error_is_mapped_to_kir_location(monkeypatch, no_optimizer):
     monkeypatch.setattr(pipeline, "serializer", lambda provider: serialize)
     path = CORPUS / "softmax.kir"
     with pytest.raises(Unsupported) as ei:
-        intent_eqsat.compile(path)
+        intent_eqsat.compile(path, optimize=False)
     err = ei.value
     assert err.stage == "serialize" and err.kind == "provider_surface"
     node = index_by_id(kir.parse(path.read_text(), filename=str(path)))["softmax.s1.e2"]
@@ -159,15 +152,15 @@ def test_usage_errors():
         intent_eqsat.compile(CORPUS / "gemm.kir", kernel="nope")
 
 
-def test_missing_provider_is_a_clean_stage_failure(monkeypatch, no_optimizer):
+def test_missing_provider_is_a_clean_stage_failure(monkeypatch):
     monkeypatch.setitem(sys.modules, "intent_eqsat.providers.cutile", None)   # import now raises ImportError
     with pytest.raises(pipeline.ProviderUnavailable) as ei:
-        intent_eqsat.compile(CORPUS / "row_sum.kir", provider="cutile")
+        intent_eqsat.compile(CORPUS / "row_sum.kir", provider="cutile", optimize=False)
     assert ei.value.stage == "serialize"
     assert pipeline.describe_error(ei.value)["kind"] == "ProviderUnavailable"
 
 
-# ------------------------------------------------------------------------------ the optimizer plug-in contract
+# ---------------------------------------------------------------- what the optimize stage hands on (a stand-in)
 
 @dataclasses.dataclass
 class _Cost:
@@ -192,7 +185,8 @@ class _Result:
 
 @pytest.fixture
 def fake_optimizer(monkeypatch):
-    """A stand-in for intent_eqsat.rules.optimize (issue 4) with the agreed result shape."""
+    """A stand-in for :func:`intent_eqsat.optimizer.optimize` with its result's shape: what the pipeline and
+    CompiledKernel make of each field, without running the e-graph."""
     calls = []
 
     def optimize(program, *, target, options, rulebooks):
@@ -203,10 +197,9 @@ def fake_optimizer(monkeypatch):
                        report={"groups": ["blocking", "contraction"], "rules_fired": {"blocking.split": 3},
                                "egraph_size": 1234, "phases": {"saturate": 0.5, "extract": 0.1}})
 
-    import intent_eqsat.rules as rules
+    import intent_eqsat.optimizer as optimizer
 
-    monkeypatch.setattr(rules, "optimize", optimize, raising=False)
-    monkeypatch.setattr(rules, "rulebook_versions", lambda: {"blocking": "1"}, raising=False)
+    monkeypatch.setattr(optimizer, "optimize", optimize)
     return calls
 
 
@@ -214,7 +207,7 @@ def fake_optimizer(monkeypatch):
 def test_optimizer_result_flows_into_compiled_kernel(fake_optimizer):
     ck = intent_eqsat.compile(CORPUS / "softmax.kir", rulebooks=["blocking"])
     assert fake_optimizer == [("sm90", CompileOptions(), ["blocking"])]
-    assert ck.optimizer_available and ck.predicted_cost == 10.0
+    assert ck.optimizer_status == "ran" and ck.predicted_cost == 10.0
     assert ck.candidates[0].params == {"BM": 64}
     assert ck.remarks == ["softmax.s1: materialized (two consumers)"]
     assert ck.egraph_size == 1234 and ck.rules_fired == {"blocking.split": 3}
@@ -225,16 +218,13 @@ def test_optimizer_result_flows_into_compiled_kernel(fake_optimizer):
     assert "chosen program: predicted 10 s per launch on sm90 (every size symbol at the model's default 1024" in text
     assert "runner-up: predicted 12.5 s, 2.5 s more" in text
     assert "+25.0%" in text and "memory" in text and "compute" in text
-    assert pipeline.rulebook_versions() == {"blocking": "1"}
 
 
-def test_no_optimizer_remark_when_absent(monkeypatch):
-    import intent_eqsat.rules as rules
-
-    monkeypatch.delattr(rules, "optimize", raising=False)
-    res = pipeline.run(CORPUS / "row_sum.kir", provider=None)
-    assert res.optimized.remarks == [pipeline.NO_OPTIMIZER_REMARK] and res.optimized.cost is None
-    assert res.program is res.constructed and res.optimized.report == {}
+def test_rulebook_versions_key_every_group_and_name_a_broken_set():
+    versions = pipeline.rulebook_versions()
+    assert {"blocking", "contraction", "all"} <= set(versions) and all(isinstance(v, str) for v in versions.values())
+    broken = pipeline.rulebook_versions(["no_such_group"])
+    assert isinstance(broken, str) and broken.startswith("unavailable: ") and "no_such_group" in broken
 
 
 # ------------------------------------------------------------------------------------ launching (CPU interpreter)
@@ -259,8 +249,7 @@ print("LAUNCHED", sorted(out))
 
 
 @needs_triton
-@pytest.mark.parametrize("optimize", [False, pytest.param(True, marks=pytest.mark.skipif(
-    not OPTIMIZER, reason="the optimizer (issue 4) is not available"))], ids=["constructed", "optimized"])
+@pytest.mark.parametrize("optimize", [False, True], ids=["constructed", "optimized"])
 def test_call_launches_under_triton_interpreter(tmp_path, optimize):
     pytest.importorskip("torch")
     pytest.importorskip("triton")
@@ -277,7 +266,6 @@ def test_call_launches_under_triton_interpreter(tmp_path, optimize):
 
 
 @needs_triton
-@pytest.mark.skipif(not OPTIMIZER, reason="the optimizer (issue 4) is not available")
 def test_explain_describes_the_bound_program_with_units_sizes_and_the_runner_ups_terms():
     """Issue 24 item 5: the terms are the bound pick's (their total is the predicted cost), the binding and launch
     resources are printed, costs carry units and the sizes they assume, and the runner-up has terms too."""
@@ -298,7 +286,7 @@ def test_explain_describes_the_bound_program_with_units_sizes_and_the_runner_ups
     assert "every size symbol at the model's default 1024: pass sizes= for your problem" in default
 
 
-def test_call_plan_maps_kir_names_onto_the_launcher(no_optimizer):
+def test_call_plan_maps_kir_names_onto_the_launcher():
     program = intent_eqsat.optimize(CORPUS / "row_sum.kir")
     module = kir.parse((CORPUS / "row_sum.kir").read_text(), filename="row_sum.kir")
     seen = {}

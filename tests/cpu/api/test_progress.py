@@ -7,7 +7,7 @@ import io
 from intent_eqsat import pipeline
 from intent_eqsat.progress import CompileProgress
 from intent_eqsat.rules import registry as R
-from intent_eqsat.rules.optimize import STEPS_AFTER_GROUPS, optimize
+from intent_eqsat.optimizer.optimize import STEPS_AFTER_GROUPS, optimize
 
 TWO_KERNELS = """\
 kernel row_sum(X: f32[M, N], Y: out f32[M]) {

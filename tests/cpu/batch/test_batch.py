@@ -126,7 +126,6 @@ def test_two_providers_and_stale_artifacts_removed(tmp_path, capsys):
     assert not (out / "row_sum" / "row_sum.triton.py").exists()
 
 
-@pytest.mark.skipif(pipeline.optimizer() is None, reason="the optimizer (issue 4) is not available")
 def test_batch_with_the_optimizer_is_deterministic_and_cached(good_dir, tmp_path, capsys):
     """The default path (the e-graph optimizer runs): -j 1 and -j 2 give the same bytes, a re-run is cached."""
     for p in list(good_dir.iterdir()):

@@ -1,16 +1,13 @@
-"""The intent-eqsat command line: compile, construct/optimize, check, and the optimizer-backed commands (rules,
-explain, diff) — exit 2 with a clear message while the optimizer is missing, delegation once it is there."""
+"""The intent-eqsat command line: compile, construct/optimize, check, and the optimizer's commands (rules,
+explain, diff), which call :mod:`intent_eqsat.optimizer`."""
 from __future__ import annotations
 
 import shutil
 
-import pytest
 
 from intent_eqsat import cli, ir, pipeline
 
 from .conftest import CORPUS, MALFORMED, ROOT
-
-OPTIMIZER = pipeline.optimizer() is not None
 
 
 def test_compile_prints_or_writes_source(tmp_path, capsys):
@@ -50,13 +47,14 @@ def test_compile_failure_is_located_and_exit_1(tmp_path, capsys):
     assert cli.main(["compile", str(bad), "--target", "sm7"]) == 2
 
 
-def test_construct_and_optimize_print_programs(capsys, monkeypatch):
-    monkeypatch.setattr(pipeline, "optimizer", lambda: None)
+def test_construct_and_optimize_print_programs(capsys):
     assert cli.main(["construct", str(CORPUS / "softmax.kir")]) == 0
-    text = capsys.readouterr().out
-    ir.verify(ir.parse_module(text))
+    constructed = capsys.readouterr().out
+    ir.verify(ir.parse_module(constructed))
     assert cli.main(["optimize", str(CORPUS / "softmax.kir")]) == 0
-    ir.verify(ir.parse_module(capsys.readouterr().out))
+    optimized = capsys.readouterr().out
+    ir.verify(ir.parse_module(optimized))
+    assert optimized != constructed
 
 
 def test_sizes_reach_the_cost_model_and_bad_sizes_are_usage_errors(tmp_path, capsys):
@@ -106,18 +104,8 @@ def test_check_main_job(tmp_path, capsys):
     assert "4 jobs: 3 ok, 1 failed, 3 cached" in out and f"{d / 'bad.kir'}:4:1: ParseError" in err
 
 
-@pytest.mark.parametrize("argv", [["rules", "list"], ["rules", "show", "blocking.split"], ["rules", "audit"],
-                                  ["explain", str(CORPUS / "gemm.kir")],
-                                  ["diff", str(CORPUS / "gemm.kir"), "--group", "blocking"]])
-def test_optimizer_commands_exit_2_without_the_optimizer(argv, capsys, monkeypatch):
-    monkeypatch.setattr(pipeline, "optimizer", lambda: None)
-    monkeypatch.setattr(pipeline, "rules_function", lambda name: None)
-    assert cli.main(argv) == 2
-    assert "the optimizer (issue 4) is not available yet" in capsys.readouterr().err
-
-
-def test_rules_commands_delegate_to_intent_eqsat_rules(monkeypatch, capsys):
-    import intent_eqsat.rules as rules
+def test_rules_commands_delegate_to_the_optimizer_package(monkeypatch, capsys):
+    import intent_eqsat.optimizer as rules
 
     class Audit:
         ok = False
@@ -126,13 +114,11 @@ def test_rules_commands_delegate_to_intent_eqsat_rules(monkeypatch, capsys):
             return "contraction.bad: UNSOUND on 3 of 50 instances"
 
     seen = {}
-    monkeypatch.setattr(rules, "list_rules", lambda: [{"name": "blocking.split", "group": "blocking"}],
-                        raising=False)
-    monkeypatch.setattr(rules, "show_rule", lambda name: f"rule {name}\nReads: ...", raising=False)
-    monkeypatch.setattr(rules, "audit", lambda corpus, rulebooks: seen.setdefault("audit", (corpus, Audit()))[1],
-                        raising=False)
+    monkeypatch.setattr(rules, "list_rules", lambda: [{"name": "blocking.split", "group": "blocking"}])
+    monkeypatch.setattr(rules, "show_rule", lambda name: f"rule {name}\nReads: ...")
+    monkeypatch.setattr(rules, "audit", lambda corpus, rulebooks: seen.setdefault("audit", (corpus, Audit()))[1])
     monkeypatch.setattr(rules, "diff", lambda program, group, target, options, rulebooks:
-                        f"--- before {group}\n+++ after {group}\n", raising=False)
+                        f"--- before {group}\n+++ after {group}\n")
     assert cli.main(["rules", "list"]) == 0 and capsys.readouterr().out == "blocking.split  blocking\n"
     assert cli.main(["rules", "show", "blocking.split"]) == 0
     assert capsys.readouterr().out.startswith("rule blocking.split")
@@ -140,12 +126,8 @@ def test_rules_commands_delegate_to_intent_eqsat_rules(monkeypatch, capsys):
     assert "UNSOUND" in capsys.readouterr().out and seen["audit"][0] == [str(CORPUS / "gemm.kir")]
     assert cli.main(["diff", str(CORPUS / "gemm.kir"), "--group", "blocking"]) == 0
     assert capsys.readouterr().out == "--- before blocking\n+++ after blocking\n"
-    monkeypatch.delattr(rules, "audit")
-    assert cli.main(["rules", "audit"]) == 2
-    assert "intent_eqsat.rules.audit() is not available yet" in capsys.readouterr().err or not OPTIMIZER
 
 
-@pytest.mark.skipif(not OPTIMIZER, reason="the optimizer (issue 4) is not available")
 def test_explain_with_the_optimizer(capsys):
     code = cli.main(["explain", str(CORPUS / "gemm.kir")])
     out, err = capsys.readouterr()
@@ -190,7 +172,7 @@ def test_verbose_quiet_and_the_cache(tmp_path, capsys, monkeypatch):
     tests/cpu/api/test_progress.py)."""
     import logging
 
-    monkeypatch.delenv("INTENT_EQSAT_CACHE", raising=False)
+    monkeypatch.delenv("INTENT_EQSAT_CACHE")
     cache = tmp_path / "cache"
     argv = ["compile", str(CORPUS / "row_sum.kir"), "--no-optimize", "--cache-dir", str(cache)]
     try:
@@ -210,7 +192,6 @@ def test_verbose_quiet_and_the_cache(tmp_path, capsys, monkeypatch):
     assert logging.getLogger("intent_eqsat").level == logging.WARNING
 
 
-@pytest.mark.skipif(not OPTIMIZER, reason="the optimizer (issue 4) is not available")
 def test_rules_show_takes_rulebooks_beside_the_builtin_ones_and_lists_firings_from_reports(tmp_path, capsys):
     """Issue 24 item 7: ``--rulebooks builtin,FILE`` loads an extra rulebook beside the built-in ones;
     ``--report`` lists the jobs of a batch report.json where the rule (or the group's rules) fired."""

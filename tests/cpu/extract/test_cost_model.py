@@ -231,7 +231,7 @@ def test_target_name_and_object_agree():
 
 def test_binding_domains_add_narrow_row_tiles_and_sized_rows():
     from intent_eqsat.providers.targets import get_target
-    from intent_eqsat.rules import tiles
+    from intent_eqsat.optimizer import tiles
     sm90 = get_target("sm90")
     doms = tiles.domains(sm90, (16, 32, 64, 128))
     out = tiles.binding_domains(doms, sm90, {"M": 32768, "N": 8192, "K": 5})
@@ -242,7 +242,7 @@ def test_binding_domains_add_narrow_row_tiles_and_sized_rows():
 
 
 def test_choose_skips_bindings_narrower_than_a_warp(monkeypatch):
-    from intent_eqsat.rules import tiles
+    from intent_eqsat.optimizer import tiles
     monkeypatch.setattr(tiles, "used", lambda kernel: ["TILE_B0", "TILE_R"])
     seen = []
     ranked = tiles.choose(None, {"TILE_B0": (1, 2, 32), "TILE_R": (8, 16)},
@@ -261,7 +261,7 @@ def test_choose_costs_every_binding_when_the_lane_filters_exclude_all(monkeypatc
     """Tile candidates all narrower than a warp (``tile_candidates=(8,)``): the lane filters are preferences, so
     the bindings are still ranked (the optimizer used to fail with an empty ranking on the flash program, which
     has no member tile ``TILE_R``)."""
-    from intent_eqsat.rules import tiles
+    from intent_eqsat.optimizer import tiles
     monkeypatch.setattr(tiles, "used", lambda kernel: ["TILE_B0", "TILE_B1", "TILE_N"])
     ranked = tiles.choose(None, {"TILE_B0": (8,), "TILE_B1": (8,), "TILE_N": (8,)}, lambda b: 1.0, min_lanes=32)
     assert ranked == [(1.0, {"TILE_B0": 8, "TILE_B1": 8, "TILE_N": 8})]

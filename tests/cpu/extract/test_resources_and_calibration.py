@@ -18,7 +18,7 @@ from intent_eqsat.ir.parser import parse_module
 from intent_eqsat.ir.printer import print_module
 from intent_eqsat.providers.errors import HardwareCapabilityUnsupported
 from intent_eqsat.providers.targets import SM90
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 
 
 ROOT = Path(__file__).resolve().parents[3]

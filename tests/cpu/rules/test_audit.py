@@ -13,8 +13,8 @@ import pytest
 from intent_eqsat import cli, ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.kir.inputs import random_inputs, tolerance
-from intent_eqsat.rules import audit
-from intent_eqsat.rules.audit import draw_instances
+from intent_eqsat.optimizer import audit
+from intent_eqsat.optimizer.audit import draw_instances
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]

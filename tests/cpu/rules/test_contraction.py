@@ -15,7 +15,7 @@ from intent_eqsat.construct import construct
 from intent_eqsat.extract.cost import RooflineCost
 from intent_eqsat.ir.core import Op
 from intent_eqsat.providers.targets import get_target
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

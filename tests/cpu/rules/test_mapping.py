@@ -17,7 +17,7 @@ from intent_eqsat.kir.inputs import random_inputs, tolerance
 from intent_eqsat.providers.targets import get_target
 from intent_eqsat.providers.triton import serialize
 from intent_eqsat.rules import facts as F
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 from intent_eqsat.rules import registry as R
 
 from tests.cpu.rules.reference import without_resources

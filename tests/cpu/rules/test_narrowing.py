@@ -13,7 +13,7 @@ from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.ir.core import CompileOptions
 from intent_eqsat.kir.inputs import random_inputs
-from intent_eqsat.rules import Limits, optimize
+from intent_eqsat.optimizer import Limits, optimize
 from tests.cpu.rules.reference import assert_matches_reference, iv_dependent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -13,7 +13,7 @@ import pytest
 
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 from intent_eqsat.rules import registry as R
 from tests.cpu.rules.reference import assert_matches_reference, without_resources
 

@@ -15,7 +15,7 @@ from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.kir.inputs import random_inputs
 from intent_eqsat.pipeline import make_options
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

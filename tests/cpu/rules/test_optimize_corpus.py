@@ -11,7 +11,7 @@ import pytest
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.ir.core import CompileOptions
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 from tests.cpu.rules.reference import assert_matches_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

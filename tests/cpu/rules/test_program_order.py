@@ -1,5 +1,5 @@
 """Programs whose key loops run longer at later query tiles start first (``intent_eqsat.ir.program_order``, run by
-``rules.optimize`` after the ranges are narrowed, with the ``mapping`` group): causal flash attention's segment takes
+``optimizer.optimize`` after the ranges are narrowed, with the ``mapping`` group): causal flash attention's segment takes
 the grouped, descending order along its query-tile axis, in groups of (batch, head) rows whose keys and values fill
 a quarter of the target's L2; the program still equals the KIR float64 reference, also with groups of one row;
 full attention (no loop grows) and a run without the mapping group keep the row-major order."""
@@ -17,7 +17,8 @@ from intent_eqsat.ir.launch import evaluate
 from intent_eqsat.ir.program_order import L2_SHARE, order_by_work
 from intent_eqsat.pipeline import make_options
 from intent_eqsat.providers.targets import get_target
-from intent_eqsat.rules import optimize, registry
+from intent_eqsat.rules import registry
+from intent_eqsat.optimizer import optimize
 from tests.cpu.rules.reference import ROOT, assert_matches_reference
 
 RELAXED = {"numerics": "relaxed_normalization"}

@@ -12,7 +12,8 @@ import pytest
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.pipeline import make_options
-from intent_eqsat.rules import optimize, registry
+from intent_eqsat.rules import registry
+from intent_eqsat.optimizer import optimize
 from tests.cpu.rules.reference import ROOT, assert_matches_reference, guarded_branch_ops, iv_dependent, ops_named
 
 RELAXED = {"numerics": "relaxed_normalization"}

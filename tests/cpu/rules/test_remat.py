@@ -16,7 +16,7 @@ import pytest
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
 from intent_eqsat.ir.types import FragmentType
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 from tests.cpu.rules.reference import ROOT, assert_matches_reference, corpus, ops_named
 
 CORPUS = sorted(glob.glob(os.path.join(ROOT, "examples", "corpus", "*.kir")))

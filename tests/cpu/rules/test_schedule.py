@@ -12,10 +12,10 @@ from intent_eqsat.extract.extractor import size_cost
 from intent_eqsat import ir, kir, pipeline
 from intent_eqsat.construct import construct
 from intent_eqsat.ir.core import CompileOptions
-from intent_eqsat.rules import diff, optimize
+from intent_eqsat.optimizer import diff, optimize
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules.egraph import KernelGraph
-from intent_eqsat.rules.optimize import GroupVerificationError, optimize_kir
+from intent_eqsat.optimizer.optimize import GroupVerificationError, optimize_kir
 from intent_eqsat.rules.schedule import Limits
 
 from tests.cpu.rules.reference import without_resources
@@ -385,7 +385,7 @@ DETERMINISM_SCRIPT = """
 import json, sys
 from intent_eqsat import ir, kir, pipeline
 from intent_eqsat.construct import construct
-from intent_eqsat.rules.optimize import optimize
+from intent_eqsat.optimizer.optimize import optimize
 from intent_eqsat.rules.schedule import Limits
 m = construct(kir.parse(open(sys.argv[1]).read()))
 res = optimize(m, rulebooks=[sys.argv[2]], limits=Limits(max_nodes=1500))

@@ -13,7 +13,7 @@ from intent_eqsat.construct import construct
 from intent_eqsat.ir.core import Module
 from intent_eqsat.ir.single_trip import constant_ints, inline_single_trip_loops, runs_once
 from intent_eqsat.pipeline import make_options
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 from tests.cpu.rules.reference import assert_matches_reference, ops_named
 
 GEMM_K32 = """

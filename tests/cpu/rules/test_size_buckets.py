@@ -1,4 +1,4 @@
-"""The size bucket planner (issue 24 item 4, ``intent_eqsat.rules.size_buckets``) and what the optimizer makes of
+"""The size bucket planner (issue 24 item 4, ``intent_eqsat.optimizer.size_buckets``) and what the optimizer makes of
 it: the plan over synthetic cost functions whose best binding is known, and, on the roofline model, a GEMM
 compiled without ``sizes=`` whose launcher's pick at 4096^3 costs within 10% of the sized compile's pick."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from intent_eqsat import api
-from intent_eqsat.rules import size_buckets as SB
+from intent_eqsat.optimizer import size_buckets as SB
 
 GEMM = Path(__file__).resolve().parents[3] / "examples" / "corpus" / "gemm.kir"
 TILES = (16, 32, 64, 128, 256)
@@ -95,7 +95,7 @@ def test_gemm_without_sizes_launches_at_4096_cube_a_binding_within_10_percent_of
     from intent_eqsat import kir
     from intent_eqsat.extract.cost import RooflineCost, estimate
     from intent_eqsat.providers.targets import get_target
-    from intent_eqsat.rules.optimize import optimize_kir
+    from intent_eqsat.optimizer.optimize import optimize_kir
 
     module = kir.parse(GEMM.read_text())
     env = {"M": 4096, "N": 4096, "K": 4096}

@@ -1,5 +1,5 @@
 """A blocking loop nested in a tile loop runs as its body under a launch guard (``intent_eqsat.ir.unswitch``, run by
-``rules.optimize`` after the ranges are narrowed): attention with a size-symbol head dimension gets, per key loop,
+``optimizer.optimize`` after the ranges are narrowed): attention with a size-symbol head dimension gets, per key loop,
 an ``if`` whose guarded branch contracts the scores directly in the key loop and whose other branch is the loop
 nest as it was; both branches equal the KIR float64 reference (a head dimension within one tile takes the guarded
 branch, a wider one the other). A loop with nothing nested is left alone."""
@@ -12,7 +12,7 @@ from intent_eqsat.construct import construct
 from intent_eqsat.ir.launch import evaluate
 from intent_eqsat.ir.unswitch import single_trip_guard, unswitch_single_trip_loops
 from intent_eqsat.pipeline import make_options
-from intent_eqsat.rules import optimize
+from intent_eqsat.optimizer import optimize
 from tests.cpu.rules.reference import assert_matches_reference, corpus, ops_named
 
 ATTENTION = """

@@ -47,12 +47,12 @@ from intent_eqsat.ir.unswitch import unswitch_sibling_loops, unswitch_single_tri
 from intent_eqsat.ir.verify_errors import VerificationError
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import registry as R
-from intent_eqsat.rules import tiles as TILES
+from intent_eqsat.optimizer import tiles as TILES
 from intent_eqsat.rules.decode import decode_kernel
 from intent_eqsat.rules.egraph import Export, KernelGraph
 from intent_eqsat.rules.encode import Provenance
 from intent_eqsat.rules import schedule as _schedule
-from intent_eqsat.rules import size_buckets as SB
+from intent_eqsat.optimizer import size_buckets as SB
 from intent_eqsat.rules.schedule import GroupRun, Limits, egraph_size, format_trace, make_limits, run_groups, workspace
 from intent_eqsat.rules.terms import T, from_json_choice
 
@@ -164,7 +164,7 @@ class KernelResult:
     remarks: list[str] = field(default_factory=list)
     breakdown: dict[str, float] | None = None
     graph: KernelGraph | None = field(default=None, repr=False)
-    #: the tile parameters' values the cost model chose (``intent_eqsat.rules.tiles``)
+    #: the tile parameters' values the cost model chose (``intent_eqsat.optimizer.tiles``)
     binding: dict[str, int] = field(default_factory=dict)
     #: remat/materialize decisions in the extracted program, with the modelled cost of the other form
     decisions: list[Decision] = field(default_factory=list)
@@ -324,7 +324,7 @@ def _module_with(program: Module, kernel: Kernel, options: CompileOptions, targe
 
 def _extraction_cost(cost: Any, tile_defaults: dict[str, int]) -> Any:
     """The cost the extractor uses: the model with the tile parameters at their defaults (structures are compared
-    there; :mod:`intent_eqsat.rules.tiles` binds the sizes afterwards). A user's own sizes win."""
+    there; :mod:`intent_eqsat.optimizer.tiles` binds the sizes afterwards). A user's own sizes win."""
     from intent_eqsat.extract.cost import RooflineCost
     if isinstance(cost, RooflineCost):
         return RooflineCost(cost.target, {**tile_defaults, **cost.sizes}, provider=cost.provider,
@@ -415,7 +415,7 @@ def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, 
                      doms: dict, tile_defaults: dict[str, int], tile_decls: list, finish: Callable[[Kernel], Kernel],
                      ranked: list) -> tuple[ir.SizeBuckets | None, dict | None]:
     """Other tile bindings of the extracted structure for the size symbols the caller did not size, and the
-    launch-time table that picks among them (:mod:`intent_eqsat.rules.size_buckets`; issue 24 item 4). Each
+    launch-time table that picks among them (:mod:`intent_eqsat.optimizer.size_buckets`; issue 24 item 4). Each
     variant is bound, given its launch resources at the sizes it was chosen for, range-narrowed like the general
     kernel and verified (a failure names it). None without free symbols or without the roofline model."""
     from intent_eqsat.extract.cost import RooflineCost
@@ -663,7 +663,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
     :func:`~intent_eqsat.rules.schedule.make_limits`; deterministic units, per kernel; ``report["budget"]``).
     ``tile_candidates`` overrides the target's tile-size domain (``TileCand`` facts). ``trace`` adds the per-rule
     table (STYLE item 5) as ``report["trace"]``; ``snapshots`` keeps the program text after each group
-    (:mod:`intent_eqsat.rules.diff`); ``keep_graphs`` keeps each kernel's e-graph on ``result.kernels``.
+    (:mod:`intent_eqsat.optimizer.diff`); ``keep_graphs`` keeps each kernel's e-graph on ``result.kernels``.
     ``progress(label, done, total)`` is called after each step: per kernel, each group run, the tile binding and
     the size buckets (:data:`STEPS_AFTER_GROUPS`); the steps are counted, not timed, so they are the same on every
     machine (``intent_eqsat.progress`` draws them as a bar).

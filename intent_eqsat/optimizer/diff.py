@@ -72,9 +72,9 @@ def diff(program: Module, *, group: str | None = None, kernel: str | None = None
     """Per group unified diffs of each kernel's program. ``group`` keeps only that group's diff (the groups before
     it still run, in PASS-3 order, so "before" is what that group really sees; ``only=True`` runs just that group);
     ``kernel`` keeps one kernel. Unknown group or kernel names raise LookupError. Other keyword arguments go to
-    :func:`intent_eqsat.rules.optimize.optimize`."""
+    :func:`intent_eqsat.optimizer.optimize.optimize`."""
     from intent_eqsat.rules import registry
-    from intent_eqsat.rules.optimize import optimize
+    from intent_eqsat.optimizer.optimize import optimize
 
     reg = registry.load(rulebooks)
     if group is not None:

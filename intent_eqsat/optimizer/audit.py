@@ -530,7 +530,7 @@ def candidate_programs(export: Export, previous: T, budget: int, rng: random.Ran
     """Distinct programs of the e-graph ``export`` (at most ``budget``, ``previous`` excluded), labelled by how
     they were extracted: ``default`` (``default_cost``), ``novel``, ``forced #i``, ``random #i``."""
     from intent_eqsat.extract.cost import match_terms
-    from intent_eqsat.rules.optimize import _node_cost
+    from intent_eqsat.optimizer.optimize import _node_cost
 
     out: list[tuple[str, T]] = []
     seen: set[int] = {id(previous)}
@@ -605,7 +605,7 @@ def candidate_programs(export: Export, previous: T, budget: int, rng: random.Ran
 # ------------------------------------------------------------------------------------------------ one stage
 
 class _TileParams:
-    """The optimizer's tile parameters (``intent_eqsat.rules.tiles``, SPEC PASS-3.3/PASS-6): rules write tile sizes
+    """The optimizer's tile parameters (``intent_eqsat.optimizer.tiles``, SPEC PASS-3.3/PASS-6): rules write tile sizes
     as symbols, the verifier accepts them when they are declared, and the optimizer binds them after extraction.
     The audit verifies the unbound program like the optimizer does and runs it bound to bindings drawn from the
     target's domains (every binding must be correct, not only the one the cost model picks). Without the module,
@@ -621,15 +621,10 @@ class _TileParams:
 
     @classmethod
     def of(cls, target: Any, facts: F.Facts) -> "_TileParams":
-        try:
-            from intent_eqsat.rules import tiles as TILES
-        except ImportError:
-            return cls()
-        if not all(callable(getattr(TILES, n, None)) for n in ("domains", "defaults", "decls", "used", "bind")):
-            return cls()
+        from intent_eqsat.optimizer import tiles as TILES
+        from intent_eqsat.optimizer.optimize import _extraction_cost
         doms = TILES.domains(target, getattr(facts, "tiles", None) or (32, 64, 128))
-        from intent_eqsat.rules import optimize as O
-        return cls(TILES, doms, getattr(O, "_extraction_cost", None))
+        return cls(TILES, doms, _extraction_cost)
 
     def extraction_cost(self, cost: Any) -> Any:
         """The cost the optimizer's extractor uses (the model with the tile parameters at their defaults)."""
@@ -698,7 +693,7 @@ class _StageCheck:
 class _Auditor:
     def __init__(self, *, target: Any, options: Any, facts: F.Facts, limits: Limits, programs: int, seed: int,
                  shrink: bool, progress: Callable[[str], None]):
-        from intent_eqsat.rules.optimize import default_cost
+        from intent_eqsat.optimizer.optimize import default_cost
 
         self.target = target
         self.options = options
