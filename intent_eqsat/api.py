@@ -94,8 +94,8 @@ class CompiledKernel:
                 f"options {self.options.key()})")
         lines = [head]
         if self.optimizer_status != "ran":
-            lines.append("no cost explanation: optimization was skipped (optimize=False); the constructed program (SPEC PASS-3.1) was serialized as "
-                         f"is, so no cost model ran and there is no runner-up.")
+            lines.append("no cost explanation: optimization was skipped (optimize=False); the constructed program "
+                         "(SPEC PASS-3.1) was serialized as is, so no cost model ran and there is no runner-up.")
             lines.extend(f"remark: {r}" for r in self.remarks)
             return "\n".join(lines) + "\n"
         own = getattr(self._optimizer_result, "explain", None)

@@ -375,6 +375,65 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_opt(args: argparse.Namespace) -> int:
+    """``opt FILE --group NAME``: one transformation group alone on a GPU IR program (a ``.gir`` file), printed;
+    on a golden case file (``# RUN:`` lines) ``--check`` compares each case with its CHECK lines and ``--update``
+    rewrites them; ``--case-from KIR`` prints a new golden case for the group (issue 22 item 5)."""
+    from intent_eqsat import ir
+    from intent_eqsat.optimizer import golden
+
+    rulebooks = _list(args.rulebooks)
+    try:
+        if args.case_from:
+            if not args.group:
+                raise _Usage("opt --case-from needs --group NAME")
+            sys.stdout.write(golden.case_from_kir(args.case_from, args.group, target=args.target or "sm90",
+                                                  options=_options(args.options) or None, rulebooks=rulebooks,
+                                                  sizes=_sizes(args.sizes)))
+            return EXIT_OK
+        if args.file is None:
+            raise _Usage("opt needs FILE (or --case-from KIR --group NAME)")
+        path = Path(args.file)
+        text = path.read_text()
+        if golden.RUN in text:
+            if args.update:
+                changed = golden.update_file(path, rulebooks)
+                print(f"{path}: {changed} case(s) updated", file=sys.stderr)
+                return EXIT_OK
+            results = golden.check_file(path, rulebooks)
+            if args.check:
+                bad = [r for r in results if not r.ok]
+                for r in bad:
+                    sys.stdout.write(r.diff())
+                print(f"{path}: {len(results) - len(bad)} of {len(results)} case(s) match", file=sys.stderr)
+                return EXIT_FAILED if bad else EXIT_OK
+            for r in results:
+                print("\n".join(r.got))
+            return EXIT_OK
+        if args.check or args.update:
+            raise _Usage(f"{path}: --check/--update need a golden case file (with '{golden.RUN}' lines)")
+        if not args.group:
+            raise _Usage("opt needs --group NAME")
+        out = golden.apply_group(ir.parse_module(text, filename=str(path)), args.group, target=args.target,
+                                 options=_options(args.options) if args.options else None, rulebooks=rulebooks,
+                                 sizes=_sizes(args.sizes))
+    except LookupError as err:
+        _err(f"opt: {err.args[0] if err.args else err}")
+        return EXIT_USAGE
+    except OSError as err:
+        _err(f"opt: {err}")
+        return EXIT_USAGE
+    except Exception as err:
+        if _is_usage(err):
+            raise
+        print(_format_error(err, args.file), file=sys.stderr)
+        return EXIT_FAILED
+    sys.stdout.write(out.text())
+    for r in out.remarks:
+        print(f"remark: {r}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     from intent_eqsat import pipeline
     from intent_eqsat.optimizer import diff
@@ -574,6 +633,18 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--kernel")
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("opt", help="one transformation group alone on a GPU IR program (golden tests)")
+    p.add_argument("file", nargs="?", help="a .gir program, or a golden case file (# RUN: lines)")
+    p.add_argument("--group", metavar="NAME", help="the rule group or post-extraction group to run")
+    p.add_argument("--target", default=None, help="hardware target (default: the module's)")
+    p.add_argument("--options", action="append", metavar="K=V", help="compile options (default: the module's)")
+    p.add_argument("--rulebooks", metavar="NAME[,NAME]", help="rulebooks to find the group in")
+    p.add_argument("--sizes", action="append", metavar="SYM=N", help="problem sizes for the cost model")
+    p.add_argument("--check", action="store_true", help="golden file: compare each case, exit 1 on a difference")
+    p.add_argument("--update", action="store_true", help="golden file: rewrite the CHECK lines")
+    p.add_argument("--case-from", metavar="KIR", help="print a new golden case for --group from a .kir kernel")
+    p.set_defaults(func=cmd_opt)
 
     p = sub.add_parser("diff", help="the program before and after one transformation group")
     p.add_argument("file")

@@ -14,9 +14,17 @@ every tile it streams (the likely reason 32 bits pay: 64-bit integer multiplies 
 softmax bf16 1.02x, the others within 1%. A contract program keeps 64 bits: 32-bit offsets made every tensor-core
 GEMM of the suite 3-7% slower in the same run (cause not investigated).
 
-Reads: a decoded kernel with its tile parameters bound; the target; the problem sizes. Writes: ``space.threads``,
-``space.stages`` and ``space.index_bits`` only. A kernel the model rejects (infinite cost) is returned unchanged
-(the provider's defaults apply; the verifier and the provider's legality still decide).
+Declaration of the ``resource_binding`` group (SPEC PASS-1; run by the optimizer right after ``tile_binding``,
+:mod:`intent_eqsat.optimizer.passes`):
+
+- Reads: a decoded kernel with its tile parameters bound; the target; the problem sizes.
+- Legality: the model's threads within the target's limits; ``index_bits 32`` only where the launch proves every
+  index below 2**31 (:mod:`intent_eqsat.ir.index_bounds`). A kernel the model rejects (infinite cost) is returned
+  unchanged (the provider's defaults apply; the verifier and the provider's legality still decide).
+- Rewrites: ``space.threads``, ``space.stages`` and ``space.index_bits`` only.
+- Preserves: every op, value, effect and the ABI (launch resources change how the program runs, not what it computes).
+- Invalidates: nothing the later passes read.
+- Verifier: the shared GPU verifier on the bound kernel.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ Declaration (SPEC PASS-1):
   ``sub``, ``mul``/``floordiv`` by constants or physical parameters, ``min``, ``max``, ``cast``; launch values and
   constants are fixed); the views those loops read, with their shapes and dtypes; the target's L2 size. Runs after
   binding and the range passes (``optimizer.optimize``), with the ``mapping`` group in the rulebooks.
-- Requires: one coordinate axis ``a >= 1`` along which at least one such loop's trip count grows (upper bound
+- Legality: one coordinate axis ``a >= 1`` along which at least one such loop's trip count grows (upper bound
   non-decreasing, lower bound non-increasing, one of them moving) and none shrinks or moves in a way the index
   arithmetic does not show; no atomic access or ``scatter_reduce`` in the kernel (their order is observable in
   floating-point results).

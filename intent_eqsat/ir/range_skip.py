@@ -14,7 +14,7 @@ Declaration (SPEC PASS-1):
   ``cmp(le|lt, J, R)`` where ``J`` is (through broadcasts and casts between index and i64) the induction variable or
   ``iv + range(TN)`` and ``R`` is ``s + range(N)`` or ``s`` for an index scalar ``s`` defined outside the loop (the
   loop's own bound: a tile-tail check), and ``cmp(ge, J, lb)`` checks; the compile option ``numerics``.
-- Requires: a check other than a tile tail (loops with tail checks only are ``ir.tail_split``'s). The all-true
+- Legality: a check other than a tile tail (loops with tail checks only are ``ir.tail_split``'s). The all-true
   range: every access validity that reads the induction variable does so only through those checks (and, broadcast).
   The all-false range: with that check ``false`` in every lane, local value propagation (``ir.range_identity``)
   proves the body yields its carried values unchanged: ``select(false, a, b) = b``, ``and(false, x) = false``,

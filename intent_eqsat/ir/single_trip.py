@@ -12,7 +12,7 @@ Declaration (SPEC PASS-1):
 
 - Reads: ``for`` ops whose lower bound, upper bound and step are constants (``launch`` of a constant LaunchExpr or
   an index ``const``), after :func:`intent_eqsat.optimizer.tiles.bind` wrote the tile sizes as literals.
-- Requires: step > 0 and ``lb < ub <= lb + step`` (exactly one iteration); no ``narrowing`` attribute (a narrowed
+- Legality: step > 0 and ``lb < ub <= lb + step`` (exactly one iteration); no ``narrowing`` attribute (a narrowed
   loop keeps its range proof where the verifier looks for it).
 - Rewrites: the loop op is replaced by its body's ops; the induction variable becomes the lower bound, each carried
   argument its initial value, and every use of a loop result the value its ``yield`` gives. Nested loops are

@@ -17,7 +17,7 @@ Declaration (SPEC PASS-1):
   software-pipeline; other loops are left as they are: not measured) and a tile-tail check ``cmp(lt, add(broadcast(
   iv), range(TN)), broadcast(ub))`` at its top level that is the condition of a ``select`` (arithmetic on every
   tile; a check that only masks loads is left: measured slower split, see ``_selects_on``).
-- Requires: no ``narrowing`` record on the loop (one split per loop).
+- Legality: no ``narrowing`` record on the loop (one split per loop).
 - Rewrites: the loop becomes two in sequence: ``for j0 in [lb, split) step TN`` with ``split = lb + max(0, (ub -
   lb) // TN) * TN``, where the tail check is replaced by ``true`` (``narrowing = all_true``; proof: every lane is
   ``j0 + r <= split - 1 < ub``), then the original loop over ``[split, ub)`` started from the first loop's results

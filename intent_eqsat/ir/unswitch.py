@@ -19,7 +19,7 @@ Declaration (SPEC PASS-1):
   software-pipeline, as ``ir.tail_split``) and, strictly inside, ``for`` ops with constant lower bound and step and
   an upper bound produced by a ``launch`` of a non-constant LaunchExpr (the *guarded* loops). Runs after the tile
   parameters are bound and the ranges narrowed (``optimizer.optimize``), on the final loop structure.
-- Requires: the guarded loop has no ``narrowing`` record (a narrowed loop keeps its range proof where the verifier
+- Legality: the guarded loop has no ``narrowing`` record (a narrowed loop keeps its range proof where the verifier
   looks for it) and its step is > 1 (a step of 1 runs once only for a one-element extent: no gain worth a copy).
 - Rewrites: the outer loop becomes ``if guard { outer loop with the guarded loops inlined at iv = lb } else {
   outer loop }``, with ``guard = (lb < ub) && (ub <= lb + step)`` over every guarded loop (one ``launch`` of a
@@ -46,7 +46,7 @@ re-read, 0.99x / 1.00x; docs/perf.md).
   the first part's business) and run once under a launch guard: constant lower bound and step, an upper bound from
   a ``launch`` of a non-constant LaunchExpr; a step of one only up to a tile count ``ceil_div(N, c)``, c > 1 (a
   step-1 loop over a plain extent such as attention's scalar key loop runs once only for one key: not worth a copy).
-- Requires: two or more of those loops load the same view (what the guarded branch saves is that re-read); no
+- Legality: two or more of those loops load the same view (what the guarded branch saves is that re-read); no
   ``narrowing`` record on them.
 - Rewrites: the region's ops from the first such loop to its end become ``if guard { those ops with the loops
   inlined at iv = lb } else { those ops }``, ``guard`` the conjunction of each loop's ``lb < ub <= lb + step`` (one

@@ -923,18 +923,29 @@ def audit(corpus: Iterable[str] | None = None, rulebooks: Any = None, *, target:
     files = [str(p) for p in corpus] if corpus is not None else default_corpus()
     if not files:
         raise AuditUsageError("no corpus files to audit")
+    from intent_eqsat.optimizer import passes as P
+
     reg = R.load(rulebooks)
-    selected = reg.select(list(groups) if groups is not None else None)
+    rule_names, pass_names = P.split_names(groups)
+    selected = reg.select(rule_names)
+    # the post-extraction groups are audited with the built-in rulebooks when every group is (no ``groups``: they
+    # run on what those make), and whenever they are named in ``groups``
+    audited_passes = [P.get(n) for n in (P.names() if groups is None and rulebooks is None else pass_names)]
     tgt = get_target(target)
     opts = make_options(options)
     limits = limits or Limits()
     emit = _progress_fn(progress)
     run = _AuditRun(stats={r.name: RuleAudit(r.name, r.group, r.law, r.location) for g in selected for r in g.rules})
+    for p in audited_passes:
+        run.stats[p.name] = RuleAudit(p.name, p.name, p.summary, p.location)
+    run.passes = audited_passes
+    run.rulebooks = rulebooks
     sizes = dict(examples=examples, min_size=min_size, max_size=max_size, max_elements=max_elements)
     _audit_pass(run, files, selected, tgt, opts, limits, programs, seed, shrink, emit, sizes, variant=False)
     tried: list[dict[str, Any]] = []
     for variant in (option_variants(opts) if variants else []):
         pending = [i for i, g in enumerate(selected) if any(run.stats[r.name].fired == 0 for r in g.rules)]
+        run.passes = []                  # variants are for rule groups whose rules never fired
         if not pending:
             break
         prefix = selected[:pending[-1] + 1]          # the groups before them run too: they make what those match
@@ -968,7 +979,8 @@ def audit(corpus: Iterable[str] | None = None, rulebooks: Any = None, *, target:
         else:
             ra.verdict = "ok"
     config = {"corpus": [_rel(f) for f in files], "rulebooks": [g.path for g in selected],
-              "groups": [g.name for g in selected], "rulebooks_version": reg.version, "target": tgt.name,
+              "groups": [g.name for g in selected] + [p.name for p in audited_passes],
+              "rulebooks_version": reg.version, "target": tgt.name,
               "options": opts.key() if hasattr(opts, "key") else str(opts), "option_variants": tried,
               "examples": examples, "programs": programs, "seed": seed, "min_size": min_size, "max_size": max_size,
               "max_elements": max_elements, "limits": limits.as_dict(),
@@ -985,6 +997,9 @@ class _AuditRun:
     failures: list[Failure] = field(default_factory=list)
     records: list[KernelRecord] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
+    #: the post-extraction groups to validate on each kernel (after its rule groups passed)
+    passes: list[Any] = field(default_factory=list)
+    rulebooks: Any = None
 
 
 def _audit_pass(run: _AuditRun, files: list[str], selected: list[R.Group], tgt: Any, opts: Any, limits: Limits,
@@ -1035,6 +1050,8 @@ def _audit_pass(run: _AuditRun, files: list[str], selected: list[R.Group], tgt: 
             case = _KernelCase(shown, module, kname, program, instances)
             _audit_kernel(auditor, case, program.kernel(kname), selected, the_facts, rec, run.stats,
                           run.validated_kernels, run.failures)
+            if run.passes and not any(st.status == "failed" for st in rec.stages):
+                _audit_passes(case, run, opts, tgt, limits, rec)
             rec.skipped_instances = len(case.skipped)
         except AuditUsageError:
             raise
@@ -1111,6 +1128,82 @@ def _audit_kernel(auditor: _Auditor, case: _KernelCase, kernel: Any, groups: lis
         failures.append(failure)
         stage.seconds = time.perf_counter() - t0
         break
+
+
+def _audit_passes(case: _KernelCase, run: _AuditRun, opts: Any, tgt: Any, limits: Limits,
+                  rec: KernelRecord) -> None:
+    """Validate the post-extraction groups (:mod:`intent_eqsat.optimizer.passes`) on one kernel: the optimizer
+    runs on it as it would for a user, and the program after each group that changed it is run on the instances
+    and compared with the KIR reference. A group whose output is wrong on an instance where its input was right is
+    UNSOUND (it is the only "rule" of its group); one whose output does not verify fails the same way."""
+    from intent_eqsat.optimizer.optimize import GroupVerificationError, optimize
+
+    seen: list[tuple[str, Any, Any]] = []
+    wanted = {p.name for p in run.passes}
+    locations = {p.name: p.location for p in run.passes}
+    t0 = time.perf_counter()
+    failed: tuple[str, Failure] | None = None
+    try:
+        optimize(case.program, target=tgt.name, options=opts, rulebooks=run.rulebooks, limits=limits,
+                 kernels=[case.name], candidates=0,
+                 observe=lambda _k, g, before, after: seen.append((g, before, after)) if g in wanted else None)
+    except GroupVerificationError as err:
+        if err.group in wanted:
+            failed = (err.group, Failure(err.group, case.file, case.name, "verify", "bound",
+                                         str(err).splitlines()[0], [err.group], [locations[err.group]],
+                                         "only rule fired"))
+        else:
+            raise
+    usable = [i for i in range(len(case.instances)) if case.usable(i)]
+    key = rec.key
+    for group, before, after in seen:
+        changed = after is not before and _text(after) != _text(before)
+        stage = StageRecord(group, "ran", 1, {group: 1} if changed else {})
+        rec.stages.append(stage)
+        if not changed:
+            stage.status = "unchecked"
+            continue
+        ra = run.stats[group]
+        ra.fired += 1
+        if key not in ra.kernels:
+            ra.kernels.append(key)
+        problem = None
+        for i in usable:
+            try:
+                got = case.compare(case.module_of(after), i)
+                if got is not None and case.compare(case.module_of(before), i) is None:
+                    problem = (i, got)
+                    break
+            except _Skip:
+                continue
+        stage.programs, stage.instances = 1, len(usable)
+        if problem is None:
+            if usable:
+                ra.validated += len(usable)
+                ra.programs += 1
+                run.validated_kernels[group] = run.validated_kernels.get(group, 0) + 1
+            stage.status = "ok" if usable else "unchecked"
+            continue
+        i, got = problem
+        inst = case.instances[i]
+        stage.status = "failed"
+        run.failures.append(Failure(group, case.file, case.name, got.kind, "bound", got.message, [group],
+                                    [locations[group]], "only rule fired", got.output, got.max_error, got.rtol,
+                                    got.atol, dict(inst.sizes), inst.seed, values=inst.values))
+        break
+    if failed is not None:
+        group, failure = failed
+        rec.stages.append(StageRecord(group, "ran", 1, {group: 1}, status="failed"))
+        run.stats[group].fired += 1
+        run.failures.append(failure)
+    if rec.stages:
+        rec.stages[-1].seconds = time.perf_counter() - t0
+
+
+def _text(kernel: Any) -> str:
+    from intent_eqsat.optimizer.optimize import kernel_text
+
+    return kernel_text(kernel)
 
 
 def _blame(auditor: _Auditor, case: _KernelCase, graph: KernelGraph, group: R.Group, previous: T,

@@ -76,10 +76,13 @@ def diff(program: Module, *, group: str | None = None, kernel: str | None = None
     from intent_eqsat.rules import registry
     from intent_eqsat.optimizer.optimize import optimize
 
+    from intent_eqsat.optimizer import passes
+
     reg = registry.load(rulebooks)
     if group is not None:
-        reg.group(group)
-        names = reg.names
+        names = reg.names + passes.names()       # the post-extraction groups run after every rule group
+        if group not in passes.names():
+            reg.group(group)
         kwargs["groups"] = [group] if only else names[: names.index(group) + 1]
     if kernel is not None:
         if not any(k.name == kernel for k in program.kernels):

@@ -38,13 +38,10 @@ from intent_eqsat import ir
 from intent_eqsat.errors import IntentError
 from intent_eqsat.extract.decisions import Decision, materialization_decisions, program_axis_decision
 from intent_eqsat.extract.extractor import chosen_classes, eclass, extract
-from intent_eqsat.ir.core import CompileOptions, Kernel, Module
+from intent_eqsat.ir.core import CompileOptions, Kernel, Module, ParamDecl
 from intent_eqsat.ir.printer import format_kernel
-from intent_eqsat.ir.program_order import order_by_work
-from intent_eqsat.ir.range_skip import narrow_lane_ranges
-from intent_eqsat.ir.tail_split import split_tile_tails
-from intent_eqsat.ir.unswitch import unswitch_sibling_loops, unswitch_single_trip_loops
 from intent_eqsat.ir.verify_errors import VerificationError
+from intent_eqsat.optimizer import passes as P
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import registry as R
 from intent_eqsat.optimizer import tiles as TILES
@@ -123,7 +120,7 @@ class Candidate:
     _prov: Provenance | None = field(default=None, repr=False)
     #: binds threads/stages of the decoded kernel the way the optimizer bound its pick's
     _resources: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
-    #: the range narrowing of a bound kernel (``_range_passes``), as the optimizer ran it on its pick
+    #: the post-extraction groups of a bound kernel (``_pass_runner``), as the optimizer ran them on its pick
     _finish: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
     #: its named cost terms, for the best other binding of the chosen program (None for the others: their
     #: totals are the extractor's, not the binding model's)
@@ -319,7 +316,10 @@ def kernel_text(kernel: Kernel) -> str:
 
 def _module_with(program: Module, kernel: Kernel, options: CompileOptions, target: str,
                  extra: Sequence[Any] = ()) -> Module:
-    return Module(target, options, list(program.params) + list(extra), [kernel])
+    """``kernel`` alone in a module with ``program``'s params, ``extra`` declarations added (tile parameters the
+    program does not declare already)."""
+    have = {getattr(p, "name", None) for p in program.params}
+    return Module(target, options, list(program.params) + [d for d in extra if d.name not in have], [kernel])
 
 
 def _extraction_cost(cost: Any, tile_defaults: dict[str, int]) -> Any:
@@ -364,28 +364,29 @@ def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Call
     return of
 
 
-def _range_passes(groups: list, options: CompileOptions, l2_bytes: int) -> Callable[[Kernel], Kernel]:
-    """The loop passes that need the bound tile sizes. With the ``narrowing`` group in the rulebooks, its range
-    narrowing (SPEC PASS-3.5): ``ir.range_skip`` runs a loop's iterations whose lane checks are all true without
-    them and stops it where its predicate is false in every lane and the body changes nothing (causal key loops);
-    then ``ir.tail_split`` runs the remaining tile loops' full tiles without their tail check. Then, whatever the
-    groups, on the final loop structure: ``ir.unswitch`` gives each tile loop whose inner blocking loop runs once
-    under a launch guard (a size-symbol head dimension within one tile) a guarded copy without it (SPEC PASS-4).
-    With the ``remat`` group, ``ir.unswitch.unswitch_sibling_loops``: passes over a row that re-read one view run
-    once under a launch guard when the row is one tile, so the row is loaded once and kept (materialized in
-    registers) instead of re-read from L2 (SPEC PASS-3.4). Last, with the ``mapping`` group, ``ir.program_order``
-    starts the programs whose loops run longest first, in groups of rows sized to ``l2_bytes`` (SPEC PASS-3.2)."""
-    names = {g.name for g in groups}
-    relaxed = options.numerics == "relaxed_normalization"
+#: ``on_pass(group, before, after, seconds)``, called after each post-extraction group
+OnPass = Callable[[P.PassGroup, Kernel, Kernel, float], None]
 
-    def passes(kernel: Kernel) -> Kernel:
-        if "narrowing" in names:
-            kernel = split_tile_tails(narrow_lane_ranges(kernel, relaxed))
-        kernel = unswitch_single_trip_loops(kernel)
-        if "remat" in names:
-            kernel = unswitch_sibling_loops(kernel)
-        return order_by_work(kernel, l2_bytes) if "mapping" in names else kernel
-    return passes
+
+def _pass_runner(selected: Sequence[P.PassGroup], options: CompileOptions,
+                 l2_bytes: int) -> Callable[..., Kernel]:
+    """The post-extraction groups that run on a bound kernel, in ORDER (:mod:`intent_eqsat.optimizer.passes`):
+    with ``narrowing`` selected its range narrowing (``range_skip``, then ``tail_split``), then
+    ``unswitch_single_trip`` on the final loop structure, ``unswitch_siblings`` with ``remat``, and last
+    ``program_order`` with ``mapping``. ``finish(kernel, on_pass=None)``; the optimizer's pick passes ``on_pass``
+    to verify and report each group, candidates and size-bucket variants run them plainly (verified as a whole)."""
+    ctx = P.PassContext(options, l2_bytes)
+    runnable = [p for p in selected if p.run is not None]
+
+    def finish(kernel: Kernel, on_pass: OnPass | None = None) -> Kernel:
+        for p in runnable:
+            t0 = time.perf_counter()
+            after = p.run(kernel, ctx)
+            if on_pass is not None:
+                on_pass(p, kernel, after, time.perf_counter() - t0)
+            kernel = after
+        return kernel
+    return finish
 
 
 def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:
@@ -494,14 +495,17 @@ def _phase(phases: dict, name: str, t0: float) -> float:
 
 
 def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: CompileOptions, groups: list,
-                     limits: Limits, cost: Any, facts: F.Facts, verify_each_group: bool,
+                     passes: Sequence[P.PassGroup], limits: Limits, observe: Callable[..., None] | None, cost: Any, facts: F.Facts, verify_each_group: bool,
                      n_candidates: int, snapshots: bool, keep_graph: bool,
                      phases: dict, egraph: Any = None, tick: Callable[[str], None] | None = None) -> KernelResult:
     t = time.perf_counter()
     # the kernel's wall-clock safety net (never a search limit: crossing it is a SearchTimeout; issue 21)
     deadline = _schedule.now() + limits.safety_seconds if limits.safety_seconds is not None else None
     from intent_eqsat.providers.targets import get_target
-    clash = TILES.used(kernel)      # the input must not use the tile parameter names itself
+    # the input must not use the tile parameter names itself, unless it declares them as the tile parameters (a
+    # program an earlier group left unbound: golden tests, ``intent-eqsat opt``)
+    declared = {getattr(p, "name", None) for p in program.params if isinstance(p, ParamDecl)}
+    clash = [n for n in TILES.used(kernel) if n not in declared]
     if clash:
         raise OptimizeError(f"kernel {kernel.name} uses the reserved tile parameter name(s) {', '.join(clash)}; "
                             f"rename those shape symbols")
@@ -550,10 +554,13 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
             tick(f"{kernel.name}: {group.name}")
         if run.remark:
             res.remarks.append(run.remark)
-        if verify_each_group or snapshots:
+        if verify_each_group or snapshots or observe is not None:
             decoded = current(f"after group '{group.name}'", group.name)[0]
             if snapshots:
                 res.snapshots.append((group.name, kernel_text(decoded)))
+            if observe is not None:
+                observe(kernel.name, group.name, last.get("observed", kernel), decoded)
+                last["observed"] = decoded
 
     res.runs = run_groups(graph.egraph, groups, limits, kernel=kernel.name, deadline=deadline, after=after)
     decoded, term, rc, choice, costs, export = current("final extraction", None)
@@ -574,17 +581,37 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         res.remarks.append(remark)
     best_cost, best = ranked[0]
     resources = _resource_binder(cost, target)
-    finish = _range_passes(groups, options, tgt.l2_bytes)
+    finish = _pass_runner(passes, options, tgt.l2_bytes)
+
+    def on_pass(group: P.PassGroup, before: Kernel, after: Kernel, seconds: float) -> None:
+        """Verify and report one post-extraction group (SPEC PASS-2: after each group the program is verified,
+        a failure names the group)."""
+        changed = after is not before and kernel_text(after) != kernel_text(before)
+        if changed:
+            try:
+                ir.verify(_module_with(program, after, options, target))
+            except VerificationError as err:
+                raise GroupVerificationError(group.name, kernel.name, err) from err
+        if observe is not None:
+            observe(kernel.name, group.name, before, after)
+        res.runs.append(GroupRun(group.name, kernel.name, stop="ran", iterations=1, seconds=seconds,
+                                 matches={group.name: int(changed)}))
+        phases[f"group:{group.name}"] = phases.get(f"group:{group.name}", 0.0) + seconds
+        if snapshots:
+            res.snapshots.append((group.name, kernel_text(after)))
+
     # resources are costed on one copy of each loop body, then the ranges are narrowed (SPEC PASS-3.5)
-    bound = finish(resources(TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))))
+    t0 = time.perf_counter()
+    tiled = TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))
+    on_pass(P.get("tile_binding"), decoded, tiled, time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    bound = resources(tiled)
     if measured is not None and (measured.threads or measured.stages or measured.index_bits):
         bound = replace(bound, space=replace(bound.space, threads=measured.threads or bound.space.threads,
                                              stages=measured.stages or bound.space.stages,
                                              index_bits=measured.index_bits or bound.space.index_bits))
-    try:
-        ir.verify(_module_with(program, bound, options, target))
-    except VerificationError as err:
-        raise GroupVerificationError(None, kernel.name, err) from err
+    on_pass(P.get("resource_binding"), tiled, bound, time.perf_counter() - t0)
+    bound = finish(bound, on_pass)
     res.kernel, res.cost, res.binding = bound, (best_cost if math.isfinite(best_cost) else rc), best
     _phase(phases, "bind", t)
     if tick is not None:
@@ -653,7 +680,8 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
              kernels: Iterable[str] | None = None, verify_each_group: bool = True, candidates: int = 3,
              tile_candidates: Sequence[int] | None = None, trace: bool = False,
              snapshots: bool = False, keep_graphs: bool = False,
-             progress: Callable[[str, int, int], None] | None = None) -> OptimizeResult:
+             progress: Callable[[str, int, int], None] | None = None,
+             observe: Callable[[str, str, Kernel, Kernel], None] | None = None) -> OptimizeResult:
     """Optimize every kernel of ``program`` (a verified GPU IR module).
 
     ``target`` defaults to the module's target; ``options`` (CompileOptions or a mapping) to the module's options
@@ -666,7 +694,11 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
     (:mod:`intent_eqsat.optimizer.diff`); ``keep_graphs`` keeps each kernel's e-graph on ``result.kernels``.
     ``progress(label, done, total)`` is called after each step: per kernel, each group run, the tile binding and
     the size buckets (:data:`STEPS_AFTER_GROUPS`); the steps are counted, not timed, so they are the same on every
-    machine (``intent_eqsat.progress`` draws them as a bar).
+    machine (``intent_eqsat.progress`` draws them as a bar). ``observe(kernel, group, before, after)`` is called
+    after each group with the program before and after it: for a rule group the extractions (tile parameters
+    unbound), for a post-extraction group the pick (``rules audit`` validates the passes with it; golden tests
+    and ``intent-eqsat opt`` read one group's output).
+    ``groups`` may name post-extraction groups too (:mod:`intent_eqsat.optimizer.passes`).
     """
     from intent_eqsat.providers.targets import get_target
 
@@ -678,7 +710,9 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
     target_name = program.target if target is None else tgt.name
     opts = _options(program, options)
     reg = R.load(rulebooks)
-    selected = reg.select(list(groups) if groups is not None else None)
+    rule_names, pass_names = P.split_names(groups)
+    selected = reg.select(rule_names)
+    selected_passes = P.select([g.name for g in selected], pass_names)
     cost = cost if cost is not None else default_cost(tgt)
     the_facts = F.Facts.of(opts, tgt, tuple(tile_candidates) if tile_candidates is not None else None)
     wanted = set(kernels) if kernels is not None else None
@@ -706,7 +740,8 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
         if wanted is not None and k.name not in wanted:
             out_kernels.append(k)
             continue
-        kw = dict(target=target_name, options=opts, groups=selected, limits=limits, cost=cost, facts=the_facts,
+        kw = dict(target=target_name, options=opts, groups=selected, passes=selected_passes, observe=observe,
+                  limits=limits, cost=cost, facts=the_facts,
                   verify_each_group=verify_each_group, n_candidates=candidates, snapshots=snapshots,
                   keep_graph=keep_graphs, phases=phases, tick=tick)
         if ws is None:
@@ -723,7 +758,10 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
                 _phase(phases, "scope", t)
         results[k.name] = kr
         out_kernels.append(kr.kernel)
-    out = Module(target_name, opts, list(program.params), out_kernels)
+    still = {n for k in out_kernels for n in TILES.used(k)}
+    params = [p for p in program.params if not (isinstance(p, ParamDecl) and p.name in TILES.NAMES
+                                                and p.name not in still)]
+    out = Module(target_name, opts, params, out_kernels)
     t = time.perf_counter()
     if len(results) > 1 or wanted is not None:
         try:
@@ -745,23 +783,29 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
     cands = sorted((c for r in results.values() for c in r.candidates), key=lambda c: (c.cost, c.kernel, c.rank))
     remarks = [m for r in results.values() for m in r.remarks]
     runs = [run for r in results.values() for run in r.runs]
-    fired: dict[str, int] = {}
+    pass_rules = {p.name: p.location for p in selected_passes}
+    fired: dict[str, int] = {}          # rules that matched (egglog rules only)
+    changed: dict[str, int] = {}        # post-extraction group -> kernels it changed
     for run in runs:
+        into = changed if run.group in pass_rules else fired
         for name, n in run.fired.items():
-            fired[name] = fired.get(name, 0) + n
+            into[name] = into.get(name, 0) + n
     all_rules = [r for g in selected for r in g.rules]
     for run in runs:
-        phases[f"group:{run.group}"] = phases.get(f"group:{run.group}", 0.0) + run.seconds
+        if run.group not in pass_rules:        # the passes' times are in phases already (on_pass)
+            phases[f"group:{run.group}"] = phases.get(f"group:{run.group}", 0.0) + run.seconds
     phases["total"] = time.perf_counter() - t_start
     report: dict[str, Any] = {
         "target": target_name,
         "options": opts.key(),
         "rulebooks_version": reg.version,
-        "groups": [g.name for g in selected],
+        "groups": [g.name for g in selected] + [p.name for p in selected_passes],
         "rules_fired": fired,
         "egraph_size": sum(r.egraph_size for r in results.values()),
         "phases": {k: round(v, 6) for k, v in phases.items()},
-        "summary": f"{len(all_rules)} rules, {sum(1 for r in all_rules if fired.get(r.name))} matched",
+        "summary": (f"{len(all_rules) + len(pass_rules)} rules, "
+                    f"{sum(1 for r in all_rules if fired.get(r.name)) + len(changed)} matched"),
+        "passes_changed": {n: changed.get(n, 0) for n in pass_rules},
         "limits": limits.as_dict(),
         "budget": limits.budget(),
         "facts": the_facts.as_dict(),
@@ -772,7 +816,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
                         "decisions": [d.as_dict() for d in r.decisions],
                         "groups": [x.as_dict(timings=trace) for x in r.runs],
                         "candidates": [c.as_dict() for c in r.candidates]} for n, r in results.items()},
-        "rule_locations": {r.name: r.location for r in all_rules},
+        "rule_locations": {**{r.name: r.location for r in all_rules}, **pass_rules},
     }
     res = OptimizeResult(out, cost_value, costs, cands, remarks, report, results)
     if trace:
@@ -792,14 +836,17 @@ def optimize_kir(kir_module: Any, *, target: str = "sm90", options: Any = None, 
 
 
 def rules_list(rulebooks: Any = None) -> list[dict[str, str]]:
-    """Every rule: name, group, law, ``file:line`` (run order)."""
-    return [r.as_dict() for r in R.load(rulebooks).rules()]
+    """Every rule: name, group, law, ``file:line`` (run order); the post-extraction groups last, one row each
+    (:mod:`intent_eqsat.optimizer.passes`)."""
+    return [r.as_dict() for r in R.load(rulebooks).rules()] + [p.as_rule_dict() for p in P.all_passes()]
 
 
 def rule_show(name: str, rulebooks: Any = None) -> str:
     """A rule's law, location, egglog text and its group's PASS-1 declaration; a group name shows the group.
-    Unknown names raise LookupError."""
+    A post-extraction group's name shows its declaration. Unknown names raise LookupError."""
     reg = R.load(rulebooks)
+    if name in P.names():
+        return P.get(name).text()
     try:
         g = reg.group(name)
     except LookupError:

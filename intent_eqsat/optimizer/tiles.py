@@ -16,6 +16,21 @@ narrower tile leaves lanes idle on every target; ``TILE_N`` too); the contractio
 needs K >= 16; larger K tiles cost shared memory and pay on skinny problems: 64x4096x4096 ran 1.3x faster with
 K tiles of 128 than 64 on the H200, bench/results/h200_sweep_2026-11-30); a reduction-loop tile is an ownership candidate (its
 members are lanes of one fragment).
+
+Declaration of the ``tile_binding`` group (SPEC PASS-1; run by the optimizer after the last extraction, listed
+with the other groups by ``rules list``, :mod:`intent_eqsat.optimizer.passes`):
+
+- Reads: the extracted kernel's uses of the tile parameters (``TILE_B0``, ``TILE_B1``, ``TILE_K``, ``TILE_R``,
+  ``TILE_N``), the target's tile domains, the cost model at the problem sizes, and a tuning file's measured
+  bindings of the same structure (``extract.calibration``).
+- Legality: every binding costed is in the target's domains and within the cost model's resource limits (an
+  illegal one costs infinity and is never chosen); the kernel must not use the parameter names itself.
+- Rewrites: each tile parameter becomes the literal of the best-costed binding (:func:`bind`); loops that now run
+  exactly once are inlined (``ir.single_trip``).
+- Preserves: every value (the lifted bodies are correct for every tile size; masks cover the tails), effects, the
+  ABI, the program space's structure.
+- Invalidates: the tile parameter declarations (none is left), loop trip counts, fragment shapes.
+- Verifier: the shared GPU verifier on the bound kernel, without tile parameter declarations.
 """
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ from egglog import EGraph, Ruleset, ruleset, run, seq
 from intent_eqsat.errors import SearchTimeout
 from intent_eqsat.rules.registry import Group
 
-STOPS = ("saturated", "node_limit", "match_limit", "iteration_limit", "skipped")
+#: how a group ended; "ran": a post-extraction group (``optimizer.passes``), which runs once
+STOPS = ("saturated", "node_limit", "match_limit", "iteration_limit", "skipped", "ran")
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class GroupRun:
 
     @property
     def limited(self) -> bool:
-        return self.stop not in ("saturated",)
+        return self.stop not in ("saturated", "ran")
 
     @property
     def fired(self) -> dict[str, int]:

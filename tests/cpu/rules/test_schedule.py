@@ -48,8 +48,9 @@ def test_identity_rule_fires_and_the_mul_disappears():
     assert run.stop == "saturated" and run.iterations >= 1 and run.size_after > run.size_before
     assert run.matches["identity.mul_one_left_f"] == 0          # dead rules are listed with 0
     assert res.remarks == []
-    assert res.report["groups"] == ["identity"]
-    assert res.report["summary"] == "4 rules, 1 matched"
+    # the post-extraction groups that run whatever the rule groups (optimizer.passes) follow the rule group
+    assert res.report["groups"] == ["identity", "tile_binding", "resource_binding", "unswitch_single_trip"]
+    assert res.report["summary"] == "7 rules, 2 matched"        # + resource_binding, which wrote the threads
     assert res.cost < optimize(m, rulebooks=FX, groups=[]).cost
 
 
@@ -62,7 +63,7 @@ def test_report_shape_and_trace():
         assert phase in rep["phases"]
     assert pipeline.egraph_size(rep) == rep["egraph_size"] > 0
     assert pipeline.cost_total(res.cost) == res.cost
-    assert rep["trace"].rstrip().splitlines()[-2] == "6 rules, 2 matched"
+    assert rep["trace"].rstrip().splitlines()[-2] == "9 rules, 3 matched"     # with the post-extraction groups
     assert "identity.py:" in rep["trace"]
     g = rep["kernels"]["k"]["groups"][0]
     assert g["group"] == "identity" and g["rules_fired"] == {"identity.mul_one_right_f": 2}
@@ -297,7 +298,8 @@ def test_diff_per_group():
     assert removed and not any(line.startswith("+") and "mul(" in line for line in d.diff.splitlines())
     assert "=== kernel k, group identity" in rep.text()
     full = diff(m, rulebooks=FX, limits=Limits(max_iterations=2))
-    assert [x.group for x in full.diffs] == ["identity", "relaxed", "strength", "unbounded"]
+    assert [x.group for x in full.diffs] == ["identity", "relaxed", "strength", "unbounded", "tile_binding",
+                                             "resource_binding", "unswitch_single_trip"]   # + post-extraction
     assert not full.for_group("relaxed")[0].changed
     with pytest.raises(LookupError):
         diff(m, rulebooks=FX, group="nope")
