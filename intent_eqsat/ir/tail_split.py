@@ -13,8 +13,9 @@ in the rulebooks.
 Declaration (SPEC PASS-1):
 
 - Reads: ``for`` ops with constant lower bound and step ``TN > 1``, an upper bound ``ub`` produced by a ``launch``
-  (a LaunchExpr over ABI scalars and shapes), whose body holds a ``contract`` (the loops the provider compilers
-  software-pipeline; other loops are left as they are: not measured) and a tile-tail check ``cmp(lt, add(broadcast(
+  (a LaunchExpr over ABI scalars and shapes), that the provider compiler software-pipelines (a load in the body
+  feeds a ``contract``'s A or B operand: ``ir.pipelining``; other loops are left as they are: not measured) and a
+  tile-tail check ``cmp(lt, add(broadcast(
   iv), range(TN)), broadcast(ub))`` at its top level that is the condition of a ``select`` (arithmetic on every
   tile; a check that only masks loads is left: measured slower split, see ``_selects_on``).
 - Legality: no ``narrowing`` record on the loop (one split per loop).
@@ -37,6 +38,7 @@ from dataclasses import replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, simplify
+from intent_eqsat.ir.pipelining import software_pipelined
 from intent_eqsat.ir.loop_rewrite import FreshNames, checks_true, clone_region, defining_ops, range_width, \
     rewrite_ops
 from intent_eqsat.ir.single_trip import constant_ints
@@ -92,7 +94,7 @@ def _splittable(loop: Op, constants: dict[str, int], defs: dict[str, Op]) -> lis
     if lb is None or step is None or step <= 1 or ub_op is None or ub_op.name != "launch" or \
             not isinstance(ub_op.attrs.get("expr"), LaunchExpr):
         return []
-    if not any(op.name == "contract" for op in walk(loop.regions[0])):
+    if not software_pipelined(loop):         # the loops the provider pipelines (ir.pipelining)
         return []
     checks = _tail_checks(loop, defs, step)
     return checks if any(_selects_on(c, loop.regions[0]) for c in checks) else []

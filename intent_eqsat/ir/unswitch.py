@@ -15,8 +15,9 @@ this, ~5% on causal d64, needs ``D`` and the output tile's coordinate over it bo
 
 Declaration (SPEC PASS-1):
 
-- Reads: ``for`` ops (the *outer* loops) whose body holds a ``contract`` (the loops the provider compilers
-  software-pipeline, as ``ir.tail_split``) and, strictly inside, ``for`` ops with constant lower bound and step and
+- Reads: ``for`` ops (the *outer* loops) that the provider compiler software-pipelines once their guarded loops
+  are inlined (a load feeds a ``contract``'s A or B operand through the body: ``ir.pipelining``) and, strictly
+  inside, ``for`` ops with constant lower bound and step and
   an upper bound produced by a ``launch`` of a non-constant LaunchExpr (the *guarded* loops). Runs after the tile
   parameters are bound and the ranges narrowed (``optimizer.optimize``), on the final loop structure.
 - Legality: the guarded loop has no ``narrowing`` record (a narrowed loop keeps its range proof where the verifier
@@ -25,8 +26,8 @@ Declaration (SPEC PASS-1):
   outer loop }``, with ``guard = (lb < ub) && (ub <= lb + step)`` over every guarded loop (one ``launch`` of a
   bool LaunchExpr: launch-visible, the same value in every program instance; outer loops of one region with the
   same guard share it). Each branch is a renamed copy; the ``if`` results take the outer loop's result names, so
-  its uses are unchanged. An outer loop is not itself looked into for further outer loops (the guard is hoisted to
-  the outermost loop that holds it).
+  its uses are unchanged. A rewritten outer loop is not looked into further (the guard sits on the outermost loop
+  that inlining makes pipelined); a loop that is not rewritten is.
 - Preserves: every value (under the guard each inlined loop runs exactly once, the body with iv = lb and the
   carried values their inits; otherwise the original loop), effects and their order, the ABI, the program space,
   the narrowing records of the copied loops and their proofs (the copies run the same ranges), origins.
@@ -42,8 +43,8 @@ operands and the provider compiler merges them (H200, 2026-11-30, the bench pick
 softmax f32 1.18x, bf16 1.33x, layernorm f32 1.19x, bf16 1.10x faster; rmsnorm, whose second pass is its only
 re-read, 0.99x / 1.00x; docs/perf.md).
 
-- Reads: the ``for`` ops directly in an ``execution_group`` region that hold no ``contract`` (tensor-core loops are
-  the first part's business) and run once under a launch guard: constant lower bound and step, an upper bound from
+- Reads: the ``for`` ops directly in an ``execution_group`` region that the provider does not software-pipeline,
+  with their nested loops inlined (``ir.pipelining``: those are the first part's business) and run once under a launch guard: constant lower bound and step, an upper bound from
   a ``launch`` of a non-constant LaunchExpr; a step of one only up to a tile count ``ceil_div(N, c)``, c > 1 (a
   step-1 loop over a plain extent such as attention's scalar key loop runs once only for one key: not worth a copy).
 - Legality: two or more of those loops load the same view (what the guarded branch saves is that re-read); no
@@ -63,6 +64,7 @@ from dataclasses import replace
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, simplify
 from intent_eqsat.ir.loop_rewrite import FreshNames, clone_region, defining_ops
+from intent_eqsat.ir.pipelining import software_pipelined
 from intent_eqsat.ir.single_trip import constant_ints, inline_loops
 from intent_eqsat.ir.types import ScalarType
 
@@ -113,7 +115,8 @@ def unswitch_single_trip_loops(kernel: Kernel) -> Kernel:
         """``[launch guard,] if`` for ``outer``; ``guards``: the guard values already defined in its region (the
         loops that ``tail_split`` / ``range_skip`` made of one key loop share one)."""
         guarded = _guarded_inside(outer, constants, defs)
-        if not guarded or not any(op.name == "contract" for op in walk(outer.regions[0])):
+        # worth a copy where inlining the guarded loops lets the provider pipeline the outer loop (ir.pipelining)
+        if not guarded or not software_pipelined(outer, through=lambda op: id(op) in guarded):
             return None
         expr = _conjunction(list(guarded.values()))
         new: list[Op] = []
@@ -139,8 +142,9 @@ def unswitch_single_trip_loops(kernel: Kernel) -> Kernel:
         for op in region.ops:
             if op.name == "for":
                 new = unswitch(op, guards)
-                ops.extend([op] if new is None else new)
-                continue
+                if new is not None:
+                    ops.extend(new)
+                    continue
             ops.append(replace(op, regions=[Region(list(r.args), rewrite(r)) for r in op.regions]))
         return ops
 
@@ -186,7 +190,8 @@ def unswitch_sibling_loops(kernel: Kernel) -> Kernel:
     def split(region: Region) -> list[Op] | None:
         guarded: dict[int, LaunchExpr] = {}
         for op in region.ops:
-            if op.name != "for" or any(o.name == "contract" for o in walk(op.regions[0])):
+            # a loop the provider pipelines (with its inner loops inlined) is the first part's business
+            if op.name != "for" or software_pipelined(op, through=lambda inner: True):
                 continue
             guard = _once_guard(op, constants, defs)
             if guard is not None:
