@@ -35,7 +35,7 @@ def prepare(out: Path, calibration: str | None) -> None:
                                   provider="triton", options={"numerics": "relaxed_normalization"}, sizes=sizes,
                                   calibration=calibration)
         src = next(iter(ck.sources.values())) if isinstance(ck.sources, dict) else ck.sources
-        space = ck.program.kernels[0].space
+        space = ck.launch_resources[ck.program.kernels[0].name]     # the launch resources beside the program
         for width, text in (("i64", src), ("i32", src.replace("tl.int64", "tl.int32"))):
             name = f"attention_d{d}_{width}"
             (out / "gen" / f"{name}.py").write_text(text)

@@ -591,6 +591,7 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
     from intent_eqsat.extract.calibration import fingerprint
     from intent_eqsat.ir.core import Module
     from intent_eqsat.optimizer import tiles as TILES
+    from intent_eqsat.providers.launch_resources import LaunchResources
 
     gen = outdir / "gen"
     gen.mkdir(parents=True, exist_ok=True)
@@ -691,8 +692,9 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                      optimizer_cost=ck.predicted_cost, rulebooks=str(pipeline.rulebook_versions()),
                      optimize_phases=ck.report.get("optimize_phases", {}))
         # --- the programs: the pick, the ranked candidates, the constructed program (calibration families)
-        variants: list[tuple[str, int, object, object, object]] = [("pick", 0, ck.program, ck.predicted_cost,
-                                                                     params)]
+        # (name, rank, module, optimizer cost, provider params, launch resources: beside the program, issue 22)
+        variants: list[tuple[str, int, object, object, object, object]] = [
+            ("pick", 0, ck.program, ck.predicted_cost, params, ck.launch_resources.get(b.name))]
         # each program's structure and tile binding: the run writes its times as tuning measurements
         kres = raw.kernels.get(b.name) if raw is not None and hasattr(raw, "kernels") else None
         tuning_keys: dict[str, tuple] = {}
@@ -700,7 +702,7 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
             # (a launch of a module with specializations may run another kernel: its times are not this one's)
             tuning_keys["pick"] = (kres.fingerprint, dict(kres.binding))
         if pick_error is not None:
-            variants = [("constructed", -1, ck.program, None, None)]
+            variants = [("constructed", -1, ck.program, None, None, None)]
         elif candidates and b.family in CALIBRATED_FAMILIES:
             for c in ck.candidates:
                 if c.kernel != b.name:
@@ -713,17 +715,17 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                     # parameters the module itself declares are provider params
                     declared = {p.name for p in m.params}
                     vp = {n: v for n, v in (c.params or {}).items() if n in declared} or None
-                    variants.append((f"cand{c.rank}", c.rank, m, float(c.cost), vp))
+                    variants.append((f"cand{c.rank}", c.rank, m, float(c.cost), vp, c.launch_resources()))
                     tuning_keys[f"cand{c.rank}"] = (fingerprint(replace(c, params={}).decode()),
                                                     {n: v for n, v in (c.params or {}).items() if n in TILES.NAMES})
                 except Exception as err:                    # noqa: BLE001 - a candidate that fails: recorded
-                    variants.append((f"cand{c.rank}", c.rank, _error(err), float(c.cost), None))
+                    variants.append((f"cand{c.rank}", c.rank, _error(err), float(c.cost), None, None))
             if ck.constructed is not None:
-                variants.append(("constructed", -1, ck.constructed, None, None))
+                variants.append(("constructed", -1, ck.constructed, None, None, None))
         seen: dict[tuple[str, str], str] = {}
         for prov in providers:
             entry["providers"][prov] = "compiled" if prov == first else "serialized from the same program"
-            for vname, rank, module, opt_cost, vparams in variants:
+            for vname, rank, module, opt_cost, vparams, vlaunch in variants:
                 pid = f"{b.name}.{prov}.{vname}"
                 e = {"id": pid, "bench": b.name, "provider": prov, "variant": vname, "rank": rank,
                      "optimizer_cost": opt_cost, "status": "ready"}
@@ -740,7 +742,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                     else:
                         src = pipeline.serialize(module, provider=prov, target="sm90", params=vparams,
                                                  specializations=ck.specializations if vname == "pick"
-                                                 else None)[b.name]
+                                                 else None,
+                                                 launch_resources={b.name: vlaunch} if vlaunch else None)[b.name]
                 except Exception as err:                    # noqa: BLE001 - a provider rejection is data
                     e.update(status="rejected", error=_error(err))
                     continue
@@ -755,10 +758,8 @@ def prepare(outdir: Path, only: list[str], providers: list[str], candidates: boo
                 e["module"] = str(f.relative_to(outdir))
                 e["abi"] = _abi(module, b.name)
                 if vname in tuning_keys:
-                    space = module.kernel(b.name).space
                     e["tuning"] = {"structure": tuning_keys[vname][0], "binding": tuning_keys[vname][1],
-                                   "threads": space.threads, "stages": space.stages,
-                                   "index_bits": space.index_bits}
+                                   **(vlaunch or LaunchResources()).as_dict()}
                 e["predicted"] = _predict(module.kernel(b.name), module.params, prov, cases)
         st = [f"{p['provider']}/{p['variant']}:{p['status']}" for p in programs if p["bench"] == b.name]
         print(f"[prepare] {b.name}: {entry['compile_seconds']}s, cost {ck.predicted_cost}, "

@@ -63,6 +63,7 @@ def prepare(args: argparse.Namespace) -> None:
     from intent_eqsat.ir.core import Module
     from intent_eqsat.pipeline import serialize
     from intent_eqsat.pipeline import make_options
+    from intent_eqsat.providers.launch_resources import LaunchResources
     from intent_eqsat.providers.targets import get_target
     from intent_eqsat.optimizer import optimize
 
@@ -88,24 +89,25 @@ def prepare(args: argparse.Namespace) -> None:
     widths = [int(b) for b in args.index_bits.split(",")] if args.index_bits else [None]
     for combo, bits in itertools.product(itertools.product(*axes.values()), widths):
         binding = {**kr.binding, **dict(zip(axes, combo))}
-        kernel = replace(base, params=binding).decode()
+        cand = replace(base, params=binding)
+        kernel, launch_res = cand.decode(), cand.launch_resources() or LaunchResources()
         if bits is not None:                          # the index width as one more swept choice (TGT-4)
-            kernel = replace(kernel, space=replace(kernel.space, index_bits=bits))
+            launch_res = LaunchResources(index_bits=bits).over(launch_res)
         prog = Module(result.program.target, result.program.options, list(result.program.params), [kernel])
         tag = "_".join(f"{k[5:].lower()}{v}" for k, v in sorted(binding.items())) + (f"_i{bits}" if bits else "")
         try:
             ir.verify(prog)
-            src = serialize(prog, provider="triton", target="sm90")[name]
+            src = serialize(prog, provider="triton", target="sm90", launch_resources={name: launch_res})[name]
         except Exception as err:                      # noqa: BLE001 - an illegal binding is data
             entries.append({"binding": binding, "status": f"rejected: {type(err).__name__}: {err}"[:300]})
             continue
         f = out / "gen" / f"{name}__{tag}.py"
         f.write_text(src)
-        pick = binding == kr.binding and bits in (None, kr.kernel.space.index_bits or 64)
+        pick = binding == kr.binding and bits in (None, (kr.launch_resources or LaunchResources()).index_bits or 64)
         entries.append({"binding": binding, "status": "ready", "module": str(f.relative_to(out)),
                         "predicted_s": float(estimate(kernel, "sm90", sizes).total), "pick": pick,
                         # the index width the source was printed with (no width bound: the provider's 64 bits)
-                        "index_bits": kernel.space.index_bits or 64})
+                        "index_bits": launch_res.index_bits or 64})
     launch = {"warps": [int(w) for w in args.warps.split(",")], "stages": [int(s) for s in args.stages.split(",")]}
     (out / "manifest.json").write_text(json.dumps({"kernel": name, "op": args.op, "sizes": sizes, "dtype": args.dtype,
                                                    "target": "sm90", "fingerprint": structure,

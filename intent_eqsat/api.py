@@ -50,6 +50,9 @@ class CompiledKernel:
     #: kernel name -> its KIR specializations (SPEC IR-2, ``compile(specialize=...)``), each with its own program;
     #: the kernel's source holds them and its ``launch()`` dispatches on the symbol values
     specializations: dict = field(default_factory=dict)
+    #: kernel name -> the launch resources its source was printed with (``LaunchResources``: threads, stages,
+    #: index width; side information beside ``program``, issue 22 item 3); a kernel absent: the provider's defaults
+    launch_resources: dict = field(default_factory=dict)
     #: the KIR source text compiled (what the cache key and a pickle hold)
     kir_text: str | None = None
     #: the optimizer's own account of the search, as text (kept when the optimizer's result object is not: a
@@ -397,8 +400,9 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     ck = CompiledKernel(program=res.program, sources=res.sources, kernel_name=_select_kernel(res.kir, kernel),
                         provider=provider, target=res.target, options=res.options, cost=opt.cost,
                         candidates=list(opt.candidates), remarks=list(opt.remarks), report=report, kir=res.kir,
-                        constructed=res.constructed, optimizer_status=opt.status, specializations=dict(res.specializations),
-                        kir_text=text, _optimizer_result=opt.raw)
+                        constructed=res.constructed, optimizer_status=opt.status,
+                        specializations=dict(res.specializations), launch_resources=dict(opt.launch_resources), kir_text=text,
+                        _optimizer_result=opt.raw)
     if key is not None:
         compile_cache.store(root, key, compile_cache.plain(ck))
     return ck

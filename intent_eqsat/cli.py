@@ -198,6 +198,10 @@ def cmd_print_program(args: argparse.Namespace) -> int:
     if args.command == "optimize":
         for r in res.optimized.remarks:
             print(f"{args.file}: remark: {r}", file=sys.stderr)
+        # not part of the printed program (SPEC IR-11, issue 22 item 3): said beside it
+        for name, launch in res.optimized.launch_resources.items():
+            said = ", ".join(f"{k} {v}" for k, v in launch.as_dict().items() if v is not None)
+            print(f"{args.file}: launch resources of kernel {name}: {said}", file=sys.stderr)
     text = ir.print_module(program)
     if args.out:
         _write(Path(args.out), text)

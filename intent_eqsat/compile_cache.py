@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from intent_eqsat import ir, kir, pipeline
+from intent_eqsat.providers.launch_resources import LaunchResources
 
 if TYPE_CHECKING:
     from intent_eqsat.api import CompiledKernel
 
-FORMAT = "intent-eqsat.compiled-kernel/1"
+#: /2: the launch resources are a field beside the program (issue 22 item 3), no longer in its text
+FORMAT = "intent-eqsat.compiled-kernel/2"
 CACHE_ENV = "INTENT_EQSAT_CACHE"
 CACHE_DIR_ENV = "INTENT_EQSAT_CACHE_DIR"
 _OFF = ("0", "off", "false", "no")
@@ -105,7 +107,9 @@ def plain(ck: "CompiledKernel") -> dict:
         "kernels": [{"name": name, "source": src} for name, src in ck.sources.items()],
         "program": ir.print_module(ck.program),
         "constructed": ir.print_module(ck.constructed) if ck.constructed is not None else None,
+        "launch_resources": {name: r.as_dict() for name, r in ck.launch_resources.items()},
         "specializations": [{"of": of, "kernel": s.kernel, "values": dict(s.values), "params": s.params,
+                             "launch_resources": s.launch_resources.as_dict() if s.launch_resources is not None else None,
                              "program": ir.print_module(s.module)}
                             for of, specs in ck.specializations.items() for s in specs],
         "cost": cost["total"] if cost else None,
@@ -133,7 +137,7 @@ def restore_fields(data: Mapping[str, Any], *, kir_text: str | None = None, file
     for s in data.get("specializations") or ():
         specs.setdefault(s["of"], []).append(ir.Specialization(
             values=tuple((k, int(v)) for k, v in s["values"].items()), module=ir.parse_module(s["program"]),
-            kernel=s["kernel"], params=s.get("params")))
+            kernel=s["kernel"], params=s.get("params"), launch_resources=LaunchResources.from_dict(s.get("launch_resources"))))
     cost = data.get("cost")
     candidates = []
     for c in data.get("candidates") or ():
@@ -153,7 +157,8 @@ def restore_fields(data: Mapping[str, Any], *, kir_text: str | None = None, file
         report=dict(data.get("report") or {}), kir=module, kir_text=text,
         constructed=ir.parse_module(data["constructed"]) if data.get("constructed") else None,
         optimizer_status=data.get("optimizer_status") or "ran",
-        specializations=specs, optimizer_explain=data.get("explain"))
+        specializations=specs, optimizer_explain=data.get("explain"),
+        launch_resources={n: LaunchResources.from_dict(r) for n, r in (data.get("launch_resources") or {}).items()})
 
 
 # ----------------------------------------------------------------------------------------------- the cache

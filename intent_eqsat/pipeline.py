@@ -204,6 +204,9 @@ class Optimized:
     status: str = "ran"                # "ran" | "skipped" (optimize=False)
     #: kernel name -> other tile bindings its launcher picks by the launch's sizes (issue 24 item 4)
     size_buckets: dict = field(default_factory=dict)
+    #: kernel name -> its launch resources (``providers.launch_resources.LaunchResources``: threads, stages, index
+    #: width), chosen beside the program for the provider (issue 22 item 3); a kernel without: the defaults
+    launch_resources: dict = field(default_factory=dict)
 
 
 def check_rulebooks(rulebooks: Any) -> None:
@@ -270,7 +273,8 @@ def optimize(program: ir.Module, *, target: str, options: CompileOptions, rulebo
                      candidates=list(getattr(res, "candidates", None) or []),
                      remarks=list(getattr(res, "remarks", None) or []), report=report,
                      params=dict(params) if params else None, raw=res, status="ran",
-                     size_buckets=dict(getattr(res, "size_buckets", None) or {}))
+                     size_buckets=dict(getattr(res, "size_buckets", None) or {}),
+                     launch_resources=dict(getattr(res, "launch_resources", None) or {}))
 
 
 def verify_gir(program: ir.Module) -> None:
@@ -294,13 +298,16 @@ def serializer(provider: str) -> Callable[..., str]:
 
 def serialize(program: ir.Module, *, provider: str, target: str, params: dict | None = None,
               specializations: "Mapping[str, list[ir.Specialization]] | None" = None,
-              size_buckets: "Mapping[str, ir.SizeBuckets] | None" = None) -> dict[str, str]:
+              size_buckets: "Mapping[str, ir.SizeBuckets] | None" = None,
+              launch_resources: "Mapping[str, Any] | None" = None) -> dict[str, str]:
     """Kernel name -> generated source, for every kernel of ``program`` in module order. A kernel with
     ``specializations`` gets one source holding the general kernel, each specialized kernel and a launcher that
     dispatches on the symbols' values (a provider whose serializer takes no ``specializations`` raises
     :class:`ProviderUnavailable`; :func:`run` asks first). ``size_buckets`` (the optimizer's other tile bindings
     per kernel) are printed by a provider that declares ``PRINTS_SIZE_BUCKETS``; another prints the general
-    kernel alone (:func:`run` says so in a remark)."""
+    kernel alone (:func:`run` says so in a remark). ``launch_resources``: kernel name -> its launch resources
+    (:class:`~intent_eqsat.providers.launch_resources.LaunchResources`); a kernel it does not name gets the
+    provider's defaults."""
     fn = serializer(provider)
     out: dict[str, str] = {}
     buckets = dict(size_buckets or {}) if prints_size_buckets(provider) else {}
@@ -313,6 +320,8 @@ def serialize(program: ir.Module, *, provider: str, target: str, params: dict | 
             kw["specializations"] = specs
         if buckets.get(k.name) is not None:
             kw["size_buckets"] = buckets[k.name]
+        if (launch_resources or {}).get(k.name) is not None:
+            kw["launch_resources"] = launch_resources[k.name]
         out[k.name] = fn(program, k.name, target, params, **kw)
     return out
 
@@ -363,7 +372,7 @@ def specialize_kernels(module: kir.KirModule, request: Mapping[str, tuple[int, .
                 raise
             out.setdefault(kernel.name, []).append(ir.Specialization(
                 values=tuple(values.items()), module=opt.program, kernel=spec_kir.kernels[0].name,
-                params=opt.params))
+                params=opt.params, launch_resources=opt.launch_resources.get(spec_kir.kernels[0].name)))
     if request and not out and not unmatched_ok:
         have = sorted({s for k in module.kernels for s in ks.shape_symbols(k)})
         raise UsageError(f"specialize: no kernel has the shape symbol(s) {', '.join(request)} "
@@ -472,7 +481,8 @@ def run(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "sm90
                 f"serves every launch; compile with sizes= for others)")
         sources = stage("serialize", lambda: serialize(program, provider=provider, target=target,
                                                        params=optimized.params, specializations=specs,
-                                                       size_buckets=optimized.size_buckets))
+                                                       size_buckets=optimized.size_buckets,
+                                                       launch_resources=optimized.launch_resources))
     return PipelineResult(kir=module, constructed=constructed, optimized=optimized, program=program,
                           sources=sources, timings=timings, target=target, provider=provider, options=opts,
                           rulebooks=rulebooks, specializations=specs)

@@ -49,10 +49,10 @@ _ORIGIN_ATTR = re.compile(r"(, )?\borigin = [^,}\s]+(, )?")
 
 def fingerprint(kernel: "Kernel") -> str:
     """A stable hash of a kernel's program structure: its text without the kernel's name and origin, the ops'
-    provenance (KIR statement ids name the kernel) and the bound resources."""
+    provenance (KIR statement ids name the kernel). Launch resources are not in the program (issue 22 item 3), so
+    fingerprints taken before they left it are unchanged."""
     from intent_eqsat.ir.printer import format_kernel
-    space = replace(kernel.space, threads=None, stages=None, index_bits=None)
-    anon = replace(kernel, name="k", origin="k", space=space)
+    anon = replace(kernel, name="k", origin="k")
     text = _ORIGIN_ATTR.sub(lambda m: ", " if m.group(1) and m.group(2) else "", "\n".join(format_kernel(anon, 0)))
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -171,7 +171,7 @@ class Calibration:
 
 
 def _index_bits(v: Any) -> int:
-    from intent_eqsat.ir.core import INDEX_BITS
+    from intent_eqsat.providers.launch_resources import INDEX_BITS
     if int(v) not in INDEX_BITS:
         raise ValueError(f"index_bits {v!r} is not one of {', '.join(map(str, INDEX_BITS))}")
     return int(v)

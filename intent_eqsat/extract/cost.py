@@ -119,10 +119,14 @@ class CostParams:
     #: accumulator members per thread in a program with a tensor-core contract (H200 sweep 2026-11-30: a 64x128
     #: accumulator ran 11-13% faster with 4 warps than with 8, with K tiles of 64 and of 128; a 128x256 one needs 8)
     contract_elems_per_thread: int = 64
-    max_warps: int = 8                        # most warps of one program (bound into space.threads)
+    max_warps: int = 8                        # most warps of one program (bound into its launch resources)
     base_registers: int = 32                  # addresses, indices, loop state per thread
     register_granularity: int = 8             # registers are allocated in multiples of this per thread
     pipeline_stages: int = 3                  # buffered copies of contract operands; latency overlap in loops
+    #: index width of a program with matrix-unit work: 32-bit offsets made every tensor-core GEMM of the H200 suite
+    #: 3-7% slower (2026-11-30, bench/results/h200_index_2026-11-30/), the others 1.02-1.07x faster
+    #: (``extract.resources``); a tuning file's measured ``index_bits`` wins
+    matrix_unit_index_bits: int = 64
     max_programs_per_sm: int = 32             # resident programs (CTAs/workgroups) per SM, if the target is silent
     max_warps_per_sm: int = 64                # resident warps per SM, if the target is silent
     min_transaction_bytes: int = 32           # one memory sector: the least a scalar access moves

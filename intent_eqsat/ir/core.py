@@ -19,8 +19,6 @@ NUMERICS = ("source", "relaxed_normalization")
 FP32_CONTRACT = ("ieee", "tf32", "bf16x3")
 ACCESS_MODES = ("read", "write", "readwrite")
 ORDERS = ("row_major", "grouped")
-#: widths a program space may bind for its index arithmetic
-INDEX_BITS = (32, 64)
 
 
 @dataclass(frozen=True)
@@ -174,21 +172,12 @@ class ProgramSpace:
     """Finite physical program instances: ordered segments; ``launch`` set means grid-stride traversal with that
     many launched programs (the body then loops over linear coordinates explicitly).
 
-    ``threads`` (threads per program instance) and ``stages`` (buffered copies a loop's loads may keep in flight)
-    are the program's physical resources, bound by the optimizer from the cost model's footprint (SPEC PASS-6,
-    TGT-7: physical parameters bound before serialization); None leaves them to the provider's default. A
-    provider maps them onto its launch options (Triton: ``num_warps = threads / warp size``, ``num_stages``) or
-    ignores what its compiler chooses itself (cuTile).
-
-    ``index_bits`` 32 permits the program's ``index`` arithmetic in 32-bit integers at every launch where the
-    magnitude bounds of :mod:`intent_eqsat.ir.index_bounds` prove it exact (the launch falls back to 64 bits
-    otherwise); None or 64: 64-bit index arithmetic. Bound by the optimizer with the other resources."""
+    How a provider launches the programs (threads per program, pipeline stages, index width) is not part of the
+    space (SPEC IR-11): the optimizer binds it beside the program,
+    :class:`intent_eqsat.providers.launch_resources.LaunchResources` (issue 22 item 3)."""
 
     segments: tuple[Segment, ...]
     launch: LaunchExpr | None = None
-    threads: int | None = None
-    stages: int | None = None
-    index_bits: int | None = None
 
     def offset(self, i: int) -> LaunchExpr:
         return total([s.length for s in self.segments[:i]])
@@ -299,12 +288,15 @@ class Specialization:
     size symbols of ``values`` fixed (``kir.specialize``), compiled on its own. ``module`` is its verified program,
     ``kernel`` its name there and ``params`` its bound physical parameters (each specialization is tuned for
     itself, so its parameters are its own). A provider prints it beside the general kernel and its launcher picks
-    it when the launch's shapes give every symbol of ``values`` its value."""
+    it when the launch's shapes give every symbol of ``values`` its value. ``launch_resources``: its launch resources
+    (side information beside the program, ``intent_eqsat.providers.launch_resources.LaunchResources``; None: the
+    provider's defaults)."""
 
     values: tuple[tuple[str, int], ...]
     module: "Module"
     kernel: str
     params: dict | None = None
+    launch_resources: Any = None
 
     @property
     def label(self) -> str:
@@ -321,12 +313,14 @@ class Specialization:
 class SizeVariant:
     """Another tile binding of a general kernel's program for the launches whose shapes fall in some size buckets
     (issue 24 item 4, ``intent_eqsat.optimizer.size_buckets``): the same structure and ABI with other tile sizes and
-    launch resources, verified on its own. ``module`` holds it as kernel ``kernel``."""
+    launch resources, verified on its own. ``module`` holds it as kernel ``kernel``; ``launch_resources`` its launch resources
+    (``intent_eqsat.providers.launch_resources.LaunchResources``, chosen at the sizes it was bound for)."""
 
     index: int
     module: "Module"
     kernel: str
     binding: tuple[tuple[str, int], ...] = ()
+    launch_resources: Any = None
 
     @property
     def label(self) -> str:

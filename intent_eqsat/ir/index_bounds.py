@@ -1,6 +1,6 @@
 """Magnitude bounds of a kernel's index arithmetic, as launch-time expressions (SPEC IR-3.1, PASS-6, TGT-4).
 
-A program whose space says ``index_bits 32`` may compute its ``index`` values in 32-bit integers when the launch
+A program launched with ``index_bits 32`` (its launch resources, :mod:`intent_eqsat.providers.launch_resources`) may compute its ``index`` values in 32-bit integers when the launch
 proves that none of them can overflow. This module derives that proof obligation from the program alone: a list of
 LaunchExprs over the kernel's sizes, scalars and strides such that, at any launch where every one of them evaluates
 below ``2**31``, every ``index`` value the program computes -- and every intermediate the providers compute for

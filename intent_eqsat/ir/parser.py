@@ -10,7 +10,7 @@ from typing import Any
 
 from intent_eqsat.errors import ParseError
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import (ACCESS_MODES, FP32_CONTRACT, INDEX_BITS, NUMERICS, ORDERS, AbiArg, CompileOptions, Kernel,
+from intent_eqsat.ir.core import (ACCESS_MODES, FP32_CONTRACT, NUMERICS, ORDERS, AbiArg, CompileOptions, Kernel,
                                   Module, Op, ParamDecl, ProgramSpace, Region, Segment, Value)
 from intent_eqsat.ir.launch import Const, LaunchExpr, read_launch_expr
 from intent_eqsat.ir.lexer import Token, TokenStream, tokenize
@@ -430,23 +430,18 @@ class _Parser:
             segments.append(Segment(extents, order, group, axis, descending))
         if self.ts.accept("launch"):
             launch = self.le()
-        threads = self.resource("threads") if self.ts.at("threads") else None
-        stages = self.resource("stages") if self.ts.at("stages") else None
-        index_bits = self.resource("index_bits", INDEX_BITS) if self.ts.at("index_bits") else None
+        for word in LAUNCH_WORDS:
+            if self.ts.at(word):
+                raise self.error(f"'{word}' is not part of a GPU IR program space: launch resources (threads, "
+                                 f"stages, index_bits) are bound beside the program for the provider that launches "
+                                 f"it (SPEC IR-11; intent_eqsat.providers.launch_resources, issue 22 item 3); "
+                                 f"remove the line and pass them to the serializer", self.ts.peek())
         self.ts.expect("}")
-        return ProgramSpace(tuple(segments), launch, threads, stages, index_bits)
+        return ProgramSpace(tuple(segments), launch)
 
-    def resource(self, word: str, allowed: tuple[int, ...] | None = None) -> int:
-        """``threads N`` / ``stages N`` / ``index_bits N`` of a program space: a positive integer literal (one of
-        ``allowed`` when given)."""
-        self.ts.expect(word)
-        tok = self.ts.peek()
-        n = self.int_lit(f"the number of {word} (a positive integer)")
-        if n <= 0:
-            raise self.error(f"{word} must be a positive integer, not {n}", tok)
-        if allowed is not None and n not in allowed:
-            raise self.error(f"{word} must be one of {', '.join(map(str, allowed))}, not {n}", tok)
-        return n
+
+#: launch resources a GPU IR program space once held (before issue 22 item 3): a located error names them
+LAUNCH_WORDS = ("threads", "stages", "index_bits")
 
 
 _OPTIONS = ("numerics", "online_reduction", "optimization_remarks", "subscript_checks", "fp32_contract")

@@ -141,12 +141,6 @@ def format_space(space: ProgramSpace, depth: int) -> list[str]:
         lines.append(pad + INDENT + s)
     if space.launch is not None:
         lines.append(pad + INDENT + f"launch {format_launch_expr(space.launch)}")
-    if space.threads is not None:
-        lines.append(pad + INDENT + f"threads {space.threads}")
-    if space.stages is not None:
-        lines.append(pad + INDENT + f"stages {space.stages}")
-    if space.index_bits is not None:
-        lines.append(pad + INDENT + f"index_bits {space.index_bits}")
     lines.append(pad + "}")
     return lines
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from intent_eqsat.errors import IntentError, SourceLocation
 from intent_eqsat.ir import dtypes
-from intent_eqsat.ir.core import ACCESS_MODES, INDEX_BITS, ORDERS, Kernel, Module, Op, Region, Value, location, walk
+from intent_eqsat.ir.core import ACCESS_MODES, ORDERS, Kernel, Module, Op, Region, Value, location, walk
 from intent_eqsat.ir.launch_probe import Finding, probe
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     children, equivalent, evaluate, product)
@@ -563,7 +563,7 @@ def check_literals(ctx: _Ctx) -> Errors:
             msg = _literal_problem((seg.extents, seg.group_size, seg.group_axis))
             if msg:
                 yield ctx.err("literals", msg, where=f"{location(k)}, segment {i}")
-        msg = _literal_problem((k.space.launch, k.space.threads, k.space.stages, k.space.index_bits))
+        msg = _literal_problem((k.space.launch,))
         if msg:
             yield ctx.err("literals", msg, where=f"{location(k)}, space")
         for a in k.abi:
@@ -672,12 +672,6 @@ def check_coverage(ctx: _Ctx) -> Errors:
         space = k.space
         if not space.segments:
             yield ctx.err(2, "the program space has no segment", info)
-        for word, n in (("threads", space.threads), ("stages", space.stages)):
-            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n <= 0):
-                yield ctx.err(2, f"the program space's {word} must be a positive integer, not {n!r}", info)
-        if space.index_bits is not None and space.index_bits not in INDEX_BITS:
-            yield ctx.err(2, f"the program space's index_bits must be one of {INDEX_BITS}, not {space.index_bits!r}",
-                          info)
         for i, seg in enumerate(space.segments):
             where = f"{location(k)}, segment {i}"
             if seg.order not in ORDERS:

@@ -18,7 +18,7 @@ group), the expected lines are what the group makes of it.
 
 "Alone": a rule group runs on a fresh e-graph of the input and the result is the extraction with the optimizer's
 cost (tile parameters unbound, declared in the module's params); a post-extraction group runs its function on
-each kernel; ``tile_binding`` and ``resource_binding`` bind by the cost model as the optimizer does. The result is
+each kernel; ``tile_binding`` binds by the cost model as the optimizer does. The result is
 verified by the shared verifier either way. ``after=G1,G2`` in a RUN line runs those rule groups first in the
 same e-graph, for a group whose rules match only forms another group adds as alternatives (``online_tiles`` lifts
 the one-pass loop ``online`` makes of the blocked rows).

@@ -6,7 +6,8 @@
     res.program      # the extracted, decoded, verified module (same ABI, options, parameters)
     res.cost         # predicted cost (sum over kernels; a ProgramCost with .total/.breakdown when the cost
                      # object provides breakdown())
-    res.candidates   # ranked runner-ups (Candidate: kernel, rank, cost, .decode())
+    res.launch_resources  # kernel name -> LaunchResources (threads, stages, index width) chosen beside the program
+    res.candidates   # ranked runner-ups (Candidate: kernel, rank, cost, .decode(), .launch_resources())
     res.remarks      # strings with locations: limits hit, Remark(...) rows derived by rules
     res.report       # plain dict: groups, rules_fired, egraph_size, phases (seconds), per-kernel group runs;
                      # every wall-clock figure is under "phases" (and "trace"), so the rest is byte-stable
@@ -41,6 +42,7 @@ from intent_eqsat.extract.extractor import chosen_classes, eclass, extract
 from intent_eqsat.ir.core import CompileOptions, Kernel, Module, ParamDecl
 from intent_eqsat.ir.printer import format_kernel
 from intent_eqsat.ir.verify_errors import VerificationError
+from intent_eqsat.providers.launch_resources import LaunchResources
 from intent_eqsat.optimizer import passes as P
 from intent_eqsat.rules import facts as F
 from intent_eqsat.rules import registry as R
@@ -118,8 +120,8 @@ class Candidate:
     term: T | None = field(default=None, repr=False)
     _template: Kernel | None = field(default=None, repr=False)
     _prov: Provenance | None = field(default=None, repr=False)
-    #: binds threads/stages of the decoded kernel the way the optimizer bound its pick's
-    _resources: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
+    #: the launch resources of the bound kernel, chosen the way the optimizer chose its pick's
+    _resources: Callable[[Kernel], LaunchResources | None] | None = field(default=None, repr=False)
     #: the post-extraction groups of a bound kernel (``_pass_runner``), as the optimizer ran them on its pick
     _finish: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
     #: its named cost terms, for the best other binding of the chosen program (None for the others: their
@@ -127,20 +129,30 @@ class Candidate:
     breakdown: dict[str, float] | None = None
 
     def decode(self) -> Kernel:
-        """The candidate as an explicit (unverified) GPU IR kernel (its tile parameters bound to ``params``, its
-        resources bound by the optimizer's cost model when the tile parameters are)."""
+        """The candidate as an explicit (unverified) GPU IR kernel (its tile parameters bound to ``params``, and
+        when they all are, the post-extraction groups run as on the optimizer's pick)."""
+        return self._bound()[0]
+
+    def launch_resources(self) -> LaunchResources | None:
+        """The launch resources the optimizer's cost model chooses for :meth:`decode`'s kernel (None while a tile
+        parameter is unbound, or where the model rejects it)."""
+        return self._bound()[1]
+
+    def _bound(self) -> tuple[Kernel, LaunchResources | None]:
         if self.term is None or self._template is None:
             raise OptimizeError(f"candidate {self.rank} of kernel {self.kernel} has no term")
         k = decode_kernel(self.term, self._template, self._prov)
         if self.params:
             k = TILES.bind(k, {n: v for n, v in self.params.items() if n in TILES.NAMES},
                            Module("sm90", CompileOptions(), [], [k]))
+        launch = None
         if not TILES.used(k):
+            # resources are costed on one copy of each loop body, before the ranges are narrowed (as the pick's)
             if self._resources is not None:
-                k = self._resources(k)
+                launch = self._resources(k)
             if self._finish is not None:
                 k = self._finish(k)
-        return k
+        return k, launch
 
     def as_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "rank": self.rank, "cost": self.cost, "forbidden": self.forbidden,
@@ -167,8 +179,9 @@ class KernelResult:
     decisions: list[Decision] = field(default_factory=list)
     #: the extracted program's structure before its tile parameters are bound (tuning files key by it)
     fingerprint: str = ""
-    #: the launch resources bound to the pick (threads per program, pipeline stages, index width)
-    resources: dict[str, Any] = field(default_factory=dict)
+    #: the launch resources chosen for the pick (threads per program, pipeline stages, index width): beside the
+    #: program, for the provider (issue 22 item 3); None: the provider's defaults
+    launch_resources: LaunchResources | None = None
     #: other bindings for the size symbols the caller did not size, picked by the launcher (issue 24 item 4)
     size_buckets: ir.SizeBuckets | None = None
     #: the plan behind ``size_buckets`` with each variant's resources (report form)
@@ -190,6 +203,12 @@ class OptimizeResult:
     def size_buckets(self) -> dict[str, ir.SizeBuckets]:
         """Kernel name -> the other tile bindings its launcher picks by the launch's sizes (issue 24 item 4)."""
         return {n: k.size_buckets for n, k in self.kernels.items() if k.size_buckets is not None}
+
+    @property
+    def launch_resources(self) -> dict[str, LaunchResources]:
+        """Kernel name -> the launch resources chosen for it (a kernel without is left to the provider's
+        defaults)."""
+        return {n: k.launch_resources for n, k in self.kernels.items() if k.launch_resources is not None}
 
     @property
     def groups(self) -> list[str]:
@@ -389,15 +408,20 @@ def _pass_runner(selected: Sequence[P.PassGroup], options: CompileOptions,
     return finish
 
 
-def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], Kernel]:
-    """Writes a bound kernel's threads/stages from the same roofline model at the same sizes (the program is
-    launched as it was costed; ``intent_eqsat.extract.resources``)."""
-    from intent_eqsat.extract.resources import bind_resources
+def _resource_binder(cost: Any, target: str) -> Callable[[Kernel], LaunchResources | None]:
+    """A bound kernel's launch resources from the same roofline model at the same sizes (the program is launched
+    as it was costed; ``intent_eqsat.extract.resources``)."""
+    from intent_eqsat.extract.resources import launch_resources
     tgt, sizes, kw = _model_of(cost, target)
 
-    def bind(kernel: Kernel) -> Kernel:
-        return bind_resources(kernel, tgt, sizes, **kw)
+    def bind(kernel: Kernel) -> LaunchResources | None:
+        return launch_resources(kernel, tgt, sizes, **kw)
     return bind
+
+
+def _resources_report(launch: LaunchResources | None) -> dict[str, int | None]:
+    """The report form of a kernel's launch resources (None fields: the provider's defaults)."""
+    return (launch or LaunchResources()).as_dict()
 
 
 def _free_symbols(kernel: Kernel, sizes: Mapping[str, int]) -> list[str]:
@@ -447,17 +471,17 @@ def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, 
     variants, resources = [], [None]
     for i in range(1, len(plan.bindings)):
         env = dict(plan.envs[i])
-        bound = _resource_binder(model_at(env), target)(TILES.bind(decoded, dict(plan.bindings[i]), module))
-        bound = finish(bound)
+        tiled = TILES.bind(decoded, dict(plan.bindings[i]), module)
+        launch = _resource_binder(model_at(env), target)(tiled)
+        bound = finish(tiled)
         bound = replace(bound, name=f"{decoded.name}__bucket{i}")
         bound_module = _module_with(program, bound, options, target)
         try:
             ir.verify(bound_module)
         except VerificationError as err:
             raise GroupVerificationError(f"size bucket variant {i}", decoded.name, err) from err
-        variants.append(ir.SizeVariant(i, bound_module, bound.name, plan.bindings[i]))
-        resources.append({"threads": bound.space.threads, "stages": bound.space.stages,
-                          "index_bits": bound.space.index_bits})
+        variants.append(ir.SizeVariant(i, bound_module, bound.name, plan.bindings[i], launch))
+        resources.append(_resources_report(launch))
     table = tuple((levels, v) for levels, v in plan.table if v != 0)
     buckets = ir.SizeBuckets(plan.symbols, SB.EDGES, table, tuple(variants))
     report = plan.as_dict()
@@ -604,15 +628,14 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     t0 = time.perf_counter()
     tiled = TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))
     on_pass(P.get("tile_binding"), decoded, tiled, time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    bound = resources(tiled)
+    # the launch resources beside the program (issue 22 item 3): the model's, a tuning file's measured launch over them
+    launch = resources(tiled)
     if measured is not None and (measured.threads or measured.stages or measured.index_bits):
-        bound = replace(bound, space=replace(bound.space, threads=measured.threads or bound.space.threads,
-                                             stages=measured.stages or bound.space.stages,
-                                             index_bits=measured.index_bits or bound.space.index_bits))
-    on_pass(P.get("resource_binding"), tiled, bound, time.perf_counter() - t0)
-    bound = finish(bound, on_pass)
+        launch = LaunchResources(measured.threads or None, measured.stages or None,
+                                 measured.index_bits or None).over(launch)
+    bound = finish(tiled, on_pass)
     res.kernel, res.cost, res.binding = bound, (best_cost if math.isfinite(best_cost) else rc), best
+    res.launch_resources = launch
     _phase(phases, "bind", t)
     if tick is not None:
         tick(f"{kernel.name}: tile binding")
@@ -640,8 +663,6 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
                 break
     else:
         res.breakdown = _breakdown(ext_cost, export, choice, export.root)
-    res.resources = {"threads": bound.space.threads, "stages": bound.space.stages,
-                     "index_bits": bound.space.index_bits}
     if measured is None and not calibrated and SB.enabled():
         t = time.perf_counter()
         res.size_buckets, res.bucket_report = _bucket_variants(
@@ -811,7 +832,7 @@ def optimize(program: Module, *, target: str | None = None, options: Any = None,
         "facts": the_facts.as_dict(),
         "sizes": dict(getattr(cost, "sizes", None) or {}),
         "kernels": {n: {"cost": r.cost, "egraph_size": r.egraph_size, "binding": dict(r.binding),
-                        "resources": dict(r.resources),
+                        "resources": _resources_report(r.launch_resources),
                         **({"size_buckets": r.bucket_report} if r.bucket_report else {}),
                         "decisions": [d.as_dict() for d in r.decisions],
                         "groups": [x.as_dict(timings=trace) for x in r.runs],

@@ -2,7 +2,7 @@
 STYLE "every transformation is a declared group", SPEC PASS-1 / PASS-2).
 
 The optimizer extracts one program from the e-graph and then changes it in Python: it binds the tile parameters
-(``tile_binding``) and the launch resources (``resource_binding``), narrows loop ranges (``range_skip``,
+(``tile_binding``), narrows loop ranges (``range_skip``,
 ``tail_split``), unswitches loops that run once under a launch guard (``unswitch_single_trip``,
 ``unswitch_siblings``) and orders the programs (``program_order``). Each of them is a :class:`PassGroup` here:
 
@@ -17,8 +17,11 @@ The optimizer extracts one program from the e-graph and then changes it in Pytho
 
 Selection: a pass runs when the rule group it belongs to (``with_group``: ``narrowing``, ``remat``, ``mapping``)
 is selected, or when it is named in ``groups=`` itself; one without a rule group (``with_group=None``) runs
-whenever the optimizer binds a program. ``tile_binding`` and ``resource_binding`` are run by the optimizer
-itself (the binding is ranked by the cost model over the extraction's candidates); their ``run`` is None.
+whenever the optimizer binds a program. ``tile_binding`` is run by the optimizer itself (the binding is ranked by
+the cost model over the extraction's candidates); its ``run`` is None.
+
+The launch resources (threads, stages, index width) are not a group: they do not change the program; the optimizer
+chooses them beside it for the provider (:mod:`intent_eqsat.extract.resources`, issue 22 item 3).
 """
 from __future__ import annotations
 
@@ -115,8 +118,6 @@ def _location(fn: Callable) -> str:
 
 
 def _build() -> tuple[PassGroup, ...]:
-    from intent_eqsat.extract import resources
-    from intent_eqsat.extract.resources import bind_resources
     from intent_eqsat.ir import program_order, range_skip, tail_split, unswitch
     from intent_eqsat.ir.program_order import order_by_work
     from intent_eqsat.ir.range_skip import narrow_lane_ranges
@@ -134,9 +135,6 @@ def _build() -> tuple[PassGroup, ...]:
     return (
         make("tile_binding", 100, tiles, bind, "each tile parameter becomes the literal of the best-costed binding",
              None, None, after="Declaration of the ``tile_binding`` group"),
-        make("resource_binding", 101, resources, bind_resources,
-             "threads, stages and index width from the cost model that costed the binding", None, None,
-             after="Declaration of the ``resource_binding`` group"),
         make("range_skip", 110, range_skip, narrow_lane_ranges,
              "a loop's all-true iterations run unchecked; an all-false end that changes nothing is removed",
              "narrowing", lambda k, ctx: narrow_lane_ranges(k, ctx.relaxed)),

@@ -1,11 +1,10 @@
-"""32-bit index arithmetic (``space.index_bits 32``; ``intent_eqsat.ir.index_bounds``; the Triton provider's
+"""32-bit index arithmetic (launch resources ``index_bits 32``; ``intent_eqsat.ir.index_bounds``; the Triton
 ``IDX`` constexpr): the bounds hold on every index value the GPU IR interpreter computes, the narrowed Triton kernel
 computes what the 64-bit one does, the launcher falls back to 64 bits when a bound reaches 2**31, and the optimizer
 narrows streaming programs while contract programs keep 64 bits."""
 from __future__ import annotations
 
 import importlib
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from intent_eqsat.ir import interpret as ir_interpret
 from intent_eqsat.ir.core import Module
 from intent_eqsat.ir.index_bounds import INDEX32_LIMIT, index_bounds
 from intent_eqsat.ir.launch import BinOp, Sym, ViewMeta, evaluate
+from intent_eqsat.providers.launch_resources import LaunchResources
 from intent_eqsat.providers.loader import load_source
 from intent_eqsat.providers.triton import serialize
 
@@ -31,10 +31,8 @@ NARROWED_CORPUS = ("softmax", "layernorm", "rmsnorm", "row_sum", "cumsum", "sten
                    "maxpool2d", "conv2d_strided", "group_mean", "masked_fill")
 
 
-def _narrowed(m: Module, kernel: str) -> Module:
-    """A copy of ``m`` whose kernel ``kernel`` permits 32-bit index arithmetic."""
-    kernels = [replace(k, space=replace(k.space, index_bits=32)) if k.name == kernel else k for k in m.kernels]
-    return replace(m, kernels=kernels)
+#: the launch resources that permit 32-bit index arithmetic (beside the program, issue 22 item 3)
+IDX32 = LaunchResources(index_bits=32)
 
 
 def _constructed(name: str) -> Module:
@@ -64,7 +62,7 @@ def _load(case) -> tuple[Module, str, dict, dict]:
         kernel = kernel or m.kernels[0].name
         # constructed programs run one program per output element: the corpus tests' tiny sizes
         args = generic_inputs(m, kernel, np.random.default_rng(3), *(() if kind == "gir" else (SMALL,)))
-    return _narrowed(m, kernel), kernel, args, dict(params)
+    return m, kernel, args, dict(params)
 
 
 def _reference(m: Module, kernel: str, args: dict, params: dict) -> dict:
@@ -137,7 +135,7 @@ def test_index_values_from_memory_have_no_bound() -> None:
     """embedding_gather turns loaded i64 ids into index coordinates: nothing bounds them."""
     m = _constructed("embedding_gather")
     assert index_bounds(m.kernels[0]) is None
-    src = serialize(_narrowed(m, m.kernels[0].name), m.kernels[0].name, "sm90")
+    src = serialize(m, m.kernels[0].name, "sm90", launch_resources=IDX32)
     assert "IDX" not in src and "tl.int64" in src
 
 
@@ -150,7 +148,7 @@ def test_narrowed_triton_matches_the_ir_interpreter(case, gen_dir) -> None:
         pytest.skip("bf16 arithmetic is wrong under Triton 3.6's interpreter (DESIGN.md): covered by AOT")
     if index_bounds(k, [p.name for p in m.params]) is None:
         pytest.skip("no index bounds: the program stays 64-bit")
-    src = serialize(m, kernel, "sm90", params or None)
+    src = serialize(m, kernel, "sm90", params or None, launch_resources=IDX32)
     assert "IDX: tl.constexpr" in src and "_idx = tl.int32 if _index_bound < 2147483648 else tl.int64" in src
     want = _reference(m, kernel, args, params)
     got = run_launcher(load_source(src, gen_dir, kernel + "_idx32"), args, params or None)
@@ -176,8 +174,8 @@ class _Capture:
 def test_launcher_picks_64_bits_when_a_bound_reaches_2_to_the_31(gen_dir) -> None:
     torch = pytest.importorskip("torch")
     import triton.language as tl
-    m = _narrowed(_constructed("softmax"), "softmax")
-    mod = load_source(serialize(m, "softmax", "sm90"), gen_dir, "softmax_idx_guard")
+    m = _constructed("softmax")
+    mod = load_source(serialize(m, "softmax", "sm90", launch_resources=IDX32), gen_dir, "softmax_idx_guard")
     cap = _Capture()
     setattr(mod, mod.KERNEL.__name__, cap)
     dt = getattr(torch, {"f32": "float32", "f16": "float16"}[m.kernels[0].abi[0].value.type.dtype])
@@ -204,9 +202,9 @@ def test_the_optimizer_narrows_streaming_programs_and_keeps_contracts_64_bit() -
     from intent_eqsat import api
     soft = api.compile(ROOT / "bench" / "suite" / "softmax_f32.kir", sizes={"M": 32768, "N": 8192})
     gemm = api.compile(ROOT / "bench" / "suite" / "gemm_bf16.kir", sizes={"M": 4096, "N": 4096, "K": 4096})
-    assert soft.program.kernels[0].space.index_bits == 32
-    assert "IDX: tl.constexpr" in soft.source and "index_bits 32" in _text(soft.program)
-    assert gemm.program.kernels[0].space.index_bits == 64
+    assert soft.launch_resources["softmax_f32"].index_bits == 32      # beside the program, not in it
+    assert "IDX: tl.constexpr" in soft.source and "index_bits" not in _text(soft.program)
+    assert gemm.launch_resources["gemm_bf16"].index_bits == 64
     assert "IDX" not in gemm.source and "tl.program_id(0).to(tl.int64)" in gemm.source
 
 
@@ -223,8 +221,7 @@ def test_arguments_named_like_the_launchers_builtins_do_not_shadow_them(gen_dir)
     from intent_eqsat.ir import parse_module
     m = parse_module(path.read_text().replace("%X", "%max").replace("%Y", "%_idx"), str(path))
     kernel = m.kernels[0].name
-    m = _narrowed(m, kernel)
-    src = serialize(m, kernel, "sm90")
+    src = serialize(m, kernel, "sm90", launch_resources=IDX32)
     assert "def launch(max_, _idx_, *" in src and "_index_bound = max(" in src
     torch = pytest.importorskip("torch")
     args = generic_inputs(m, kernel, np.random.default_rng(5))

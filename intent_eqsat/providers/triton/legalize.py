@@ -29,6 +29,7 @@ from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, TupleTyp
 from intent_eqsat.providers.errors import (CompilationCostUnsupported, HardwareCapabilityUnsupported,
                                            ProviderSurfaceUnsupported, SharedLegalityUnsupported)
 from intent_eqsat.providers.targets import Target, get_target
+from intent_eqsat.providers.launch_resources import LaunchResources
 from intent_eqsat.providers.triton.spellings import SPELLINGS
 
 #: Triton's TRITON_MAX_TENSOR_NUMEL
@@ -97,8 +98,8 @@ class KernelPlan:
     buffers: dict[str, Op] = field(default_factory=dict)            # buffer value name -> alloc
     workspace_allocs: dict[str, Op] = field(default_factory=dict)   # private view name -> alloc
     records: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: the program permits 32-bit index arithmetic (``space.index_bits`` 32) and these LaunchExprs bound every index
-    #: value (:func:`intent_eqsat.ir.index_bounds.index_bounds`): the launcher picks 32 bits when all are below
+    #: the launch permits 32-bit index arithmetic (``LaunchResources.index_bits`` 32) and these LaunchExprs bound
+    #: every index value (:func:`intent_eqsat.ir.index_bounds.index_bounds`): the launcher picks 32 bits when all are below
     #: 2**31. None: 64-bit index arithmetic at every launch.
     index_bounds: list[LaunchExpr] | None = None
 
@@ -113,13 +114,15 @@ class KernelPlan:
 
 
 def legalize(module: Module, kernel_name: str, target: "Target | str", params: dict[str, int] | None = None, *,
-             num_warps: int | None = None, num_stages: int | None = None,
+             launch_resources: LaunchResources | None = None, num_warps: int | None = None, num_stages: int | None = None,
              max_elements_per_thread: int = MAX_ELEMENTS_PER_THREAD) -> KernelPlan:
     """Run the Triton provider verifier on one kernel; return the plan the serializer prints, or raise one of the
     four :class:`~intent_eqsat.providers.errors.Unsupported` kinds.
 
-    ``num_warps`` / ``num_stages`` default to the program's bound resources (``space.threads`` over the target's
-    warp size, ``space.stages``), else to :data:`DEFAULT_WARPS` / :data:`DEFAULT_STAGES`."""
+    ``launch_resources`` holds the kernel's launch resources chosen beside the program (issue 22 item 3): ``num_warps`` /
+    ``num_stages`` default to its ``threads`` over the target's warp size and its ``stages``, else to
+    :data:`DEFAULT_WARPS` / :data:`DEFAULT_STAGES`; its ``index_bits`` 32 lets the launcher pick 32-bit index
+    arithmetic where the bounds prove it exact (None or 64: 64 bits)."""
     target = get_target(target)
     try:
         kernel = module.kernel(kernel_name)
@@ -128,15 +131,16 @@ def legalize(module: Module, kernel_name: str, target: "Target | str", params: d
     loc = location(kernel)
     if not target.supports_provider("triton"):
         raise HardwareCapabilityUnsupported(f"target {target.name} has no Triton source form", loc)
+    launch = launch_resources or LaunchResources()
     if num_warps is None:
-        threads = kernel.space.threads
+        threads = launch.threads
         if threads is not None and threads % target.warp_size:
             raise HardwareCapabilityUnsupported(
                 f"the program's {threads} threads are not a whole number of {target.warp_size}-lane warps on "
                 f"{target.name}", loc)
         num_warps = threads // target.warp_size if threads is not None else DEFAULT_WARPS
     if num_stages is None:
-        num_stages = kernel.space.stages if kernel.space.stages is not None else DEFAULT_STAGES
+        num_stages = launch.stages if launch.stages is not None else DEFAULT_STAGES
     if num_stages <= 0:
         raise SharedLegalityUnsupported(f"num_stages={num_stages}: must be positive", loc)
     if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > target.max_warps_per_block:
@@ -153,7 +157,7 @@ def legalize(module: Module, kernel_name: str, target: "Target | str", params: d
         bound[k] = int(v)
     plan = KernelPlan(module, kernel, target, bound, num_warps, num_stages)
     _Checker(plan, max_elements_per_thread).run()
-    if kernel.space.index_bits == 32:
+    if launch.index_bits == 32:
         plan.index_bounds = index_bounds(kernel, declared)
     return plan
 

@@ -38,6 +38,7 @@ from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, 
 from intent_eqsat.ir.spec import access_layout
 from intent_eqsat.ir.types import BufferType, FragmentType, Type
 from intent_eqsat.providers.errors import LAUNCH_ERROR_SOURCE, SharedLegalityUnsupported, Unsupported
+from intent_eqsat.providers.launch_resources import LaunchResources
 from intent_eqsat.providers.launch_checks import (FLAG_BITS, OVERLAP_CHECK_SOURCE, SUBSCRIPT_ERROR_SOURCE,
                                                   overlap_check_call)
 from intent_eqsat.providers.targets import Target, get_target
@@ -73,9 +74,10 @@ _APPROX = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2
 def serialize(module, kernel_name: str, target: "Target | str", params: dict[str, int] | None = None, *,
               num_warps: int | None = None, num_stages: int | None = None, verify: bool = True,
               specializations: "Sequence[Specialization]" = (), size_buckets: "SizeBuckets | None" = None,
-              **legalize_options: Any) -> str:
+              launch_resources: "LaunchResources | None" = None, **legalize_options: Any) -> str:
     """Triton source for one kernel of a module with physical parameters bound (``params`` overrides the declared
-    defaults; ``num_warps`` / ``num_stages`` override the program's bound resources, see :func:`legalize`).
+    defaults). ``launch_resources``: the kernel's launch resources chosen beside the program (threads, stages, index width;
+    None: the defaults); ``num_warps`` / ``num_stages`` override them, see :func:`legalize`.
 
     ``verify`` first runs the shared GPU verifier (SPEC PASS-5) on the module; a program it rejects is a
     :class:`SharedLegalityUnsupported` (chained to the VerificationError). Then the Triton provider verifier runs
@@ -94,14 +96,15 @@ def serialize(module, kernel_name: str, target: "Target | str", params: dict[str
     target = get_target(target)
     printers = []
     variants = list(size_buckets.variants) if size_buckets is not None else []
-    for i, (mod, name, prm, spec) in enumerate([(module, kernel_name, params, None)]
-                                               + [(s.module, s.kernel, s.params, s) for s in specializations]
-                                               + [(v.module, v.kernel, None, v) for v in variants]):
+    for i, (mod, name, prm, spec, res) in enumerate(
+            [(module, kernel_name, params, None, launch_resources)]
+            + [(s.module, s.kernel, s.params, s, s.launch_resources) for s in specializations]
+            + [(v.module, v.kernel, None, v, v.launch_resources) for v in variants]):
         if verify:
             _shared_verify(mod)
-        plan = legalize(mod, name, target, prm, num_warps=num_warps if i == 0 else None,
+        plan = legalize(mod, name, target, prm, launch_resources=res, num_warps=num_warps if i == 0 else None,
                         num_stages=num_stages if i == 0 else None, **legalize_options)
-        configs = _configs(mod, name, target, plan, plan.num_warps, plan.num_stages, legalize_options)
+        configs = _configs(mod, name, target, plan, legalize_options)
         printers.append(_Printer(plan, configs, spec))
     printers[0].buckets = size_buckets
     return printers[0].module_source(printers[1:])
@@ -117,7 +120,7 @@ def _shared_verify(module) -> None:
                                         e.location) from e
 
 
-def _configs(module, kernel_name: str, target: Target, plan: KernelPlan, num_warps: int, num_stages: int,
+def _configs(module, kernel_name: str, target: Target, plan: KernelPlan,
              legalize_options: dict) -> list[dict[str, int]]:
     """The declared candidate set (cartesian product of the parameter domains) that passes the provider verifier;
     the bound parameters come first. Large domains (> 256 combinations) keep only the bound set."""
@@ -132,7 +135,7 @@ def _configs(module, kernel_name: str, target: Target, plan: KernelPlan, num_war
         if cand == bound:
             continue
         try:
-            legalize(module, kernel_name, target, cand, num_warps=num_warps, num_stages=num_stages,
+            legalize(module, kernel_name, target, cand, num_warps=plan.num_warps, num_stages=plan.num_stages,
                      **legalize_options)
         except Unsupported:
             continue                        # not a legal Config for this surface/target: not offered

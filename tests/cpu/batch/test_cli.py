@@ -78,7 +78,8 @@ def test_calibration_files_reach_the_optimizer_and_bad_ones_are_reported(tmp_pat
     gemm = str(ROOT / "bench" / "suite" / "gemm_bf16.kir")
     assert cli.main(["optimize", gemm, "--sizes", "M=8192,N=8192,K=8192", "--calibration", tuning]) == 0
     out = capsys.readouterr()
-    assert "measured binding(s) of this program structure" in out.err and "threads 256" in out.out
+    assert "measured binding(s) of this program structure" in out.err
+    assert "launch resources of kernel gemm_bf16: threads 256" in out.err and "threads" not in out.out
     assert cli.main(["optimize", gemm, "--calibration", str(tmp_path / "nope.json")]) == 2
     assert "--calibration: no such file" in capsys.readouterr().err
     bad = tmp_path / "bad.json"

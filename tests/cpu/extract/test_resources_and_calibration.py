@@ -1,5 +1,6 @@
 """Launch resources bound from the cost model's footprint, and tuning files that re-rank tile bindings (issue 7
-items 3 and 4: num_warps/num_stages as bound parameters; measurements the cost model reads, SPEC PASS-6)."""
+items 3 and 4: num_warps/num_stages as bound parameters; measurements the cost model reads, SPEC PASS-6). The
+resources are a provider-local binding beside the program, not part of its text (issue 22 item 3, SPEC IR-11)."""
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from intent_eqsat.extract.cost import RooflineCost, estimate
 from intent_eqsat.ir.parser import parse_module
 from intent_eqsat.ir.printer import print_module
 from intent_eqsat.providers.errors import HardwareCapabilityUnsupported
+from intent_eqsat.providers.launch_resources import LaunchResources
 from intent_eqsat.providers.targets import SM90
 from intent_eqsat.optimizer import optimize
 
@@ -45,14 +47,17 @@ def test_the_pick_is_launched_with_the_warps_the_model_costed_it_with():
     res = _optimized(GEMM, BIG)
     kr = res.kernels["gemm_bf16"]
     b = estimate(kr.kernel, SM90, BIG)
-    assert kr.kernel.space.threads == b.warps * SM90.warp_size
-    assert kr.kernel.space.stages == 3
+    assert kr.launch_resources == LaunchResources(threads=b.warps * SM90.warp_size, stages=3, index_bits=64)
+    assert res.launch_resources == {"gemm_bf16": kr.launch_resources}
     # a 128-row x 256-column f32 accumulator fits the registers only with 8 warps: the model now offers it
     assert b.warps == 8 and b.legal
-    src = intent_eqsat.compile(GEMM, sizes=BIG).source
-    assert _launch_options(src)["num_warps"] == kr.kernel.space.threads // 32
+    ck = intent_eqsat.compile(GEMM, sizes=BIG)
+    assert ck.launch_resources == {"gemm_bf16": kr.launch_resources}
+    src = ck.source
+    assert _launch_options(src)["num_warps"] == b.warps
     assert _launch_options(src)["num_stages"] == 3
-    assert f"num_warps={kr.kernel.space.threads // 32}" in src       # the launcher's default too
+    assert f"num_warps={b.warps}" in src       # the launcher's default too
+    assert res.report["kernels"]["gemm_bf16"]["resources"] == {"threads": 256, "stages": 3, "index_bits": 64}
 
 
 def test_ranked_candidates_decode_with_the_resources_they_were_costed_with():
@@ -62,68 +67,71 @@ def test_ranked_candidates_decode_with_the_resources_they_were_costed_with():
     cands = [c for c in kr.candidates if c.forbidden is None and c.term is not None]
     assert cands and any(c.params != kr.binding for c in cands)
     for c in cands:
-        k = c.decode()
+        k, launch = c.decode(), c.launch_resources()
         b = estimate(k, SM90, BIG)
         if b.legal:
-            assert k.space.threads == b.warps * 32 and k.space.stages == 3
+            assert (launch.threads, launch.stages) == (b.warps * 32, 3)
         else:
-            assert k.space.threads is None          # the model rejects it: the provider's defaults apply
+            assert launch is None          # the model rejects it: the provider's defaults apply
+
+    def threads(params):
+        return replace(cands[0], params=params).launch_resources().threads
     # a contract program: 64 accumulator members per thread, at least a 4-warp wgmma group on sm90
-    small = replace(cands[0], params={"TILE_B0": 64, "TILE_B1": 64, "TILE_K": 64}).decode()
-    assert estimate(small, SM90, BIG).warps == 4 and small.space.threads == 128   # 4096/(32*64) = 2 warps -> 4
+    small = {"TILE_B0": 64, "TILE_B1": 64, "TILE_K": 64}
+    assert estimate(replace(cands[0], params=small).decode(), SM90, BIG).warps == 4
+    assert threads(small) == 128                         # 4096/(32*64) = 2 warps -> 4
     # the accumulator, not the operand tiles (staged through shared memory), sizes the program: a 64x128
     # accumulator with 128-deep K tiles (a [128, 128] operand) gets 4 warps (measured 11% faster than 8)
-    deep = replace(cands[0], params={"TILE_B0": 64, "TILE_B1": 128, "TILE_K": 128}).decode()
-    assert deep.space.threads == 128
-    wide = replace(cands[0], params={"TILE_B0": 128, "TILE_B1": 256, "TILE_K": 64}).decode()
-    assert wide.space.threads == 256
+    assert threads({"TILE_B0": 64, "TILE_B1": 128, "TILE_K": 128}) == 128
+    assert threads({"TILE_B0": 128, "TILE_B1": 256, "TILE_K": 64}) == 256
 
 
 def test_different_footprints_get_different_warps():
     """A row of 8192 f32 members per program needs 8 warps at 32 members per thread; a 1024-wide row fewer."""
-    wide = intent_eqsat.optimize(SOFTMAX, sizes={"M": 32768, "N": 8192}).kernels[0]
-    narrow = intent_eqsat.optimize(SOFTMAX, sizes={"M": 32768, "N": 1024}).kernels[0]
-    assert wide.space.threads == 256
-    assert narrow.space.threads < wide.space.threads
+    wide = _optimized(SOFTMAX, {"M": 32768, "N": 8192}).kernels["softmax_f32"].launch_resources
+    narrow = _optimized(SOFTMAX, {"M": 32768, "N": 1024}).kernels["softmax_f32"].launch_resources
+    assert wide.threads == 256
+    assert narrow.threads < wide.threads
 
 
-def test_resources_round_trip_through_the_text_form_and_are_verified():
-    prog = intent_eqsat.optimize(GEMM, sizes=BIG)
-    text = print_module(prog)
-    assert "threads 256" in text and "stages 3" in text
+def test_launch_resources_are_not_part_of_the_program_text():
+    """SPEC IR-11: pipeline stages and tuning winners are not in the common IR. The printed program holds no
+    resources, and a file that still writes them is refused where it says so."""
+    ck = intent_eqsat.compile(SOFTMAX, sizes={"M": 32768, "N": 8192})
+    assert ck.launch_resources["softmax_f32"] == LaunchResources(threads=256, stages=3, index_bits=32)
+    text = print_module(ck.program)
+    assert not re.search(r"^\s*(threads|stages|index_bits) \d+$", text, re.M)
     assert print_module(parse_module(text)) == text
-    with pytest.raises(IntentError, match=r":\d+:\d+: threads must be a positive integer, not 0"):
-        parse_module(text.replace("threads 256", "threads 0"))
-    k = prog.kernels[0]
-    bad = ir.Module(prog.target, prog.options, prog.params, [replace(k, space=replace(k.space, stages=0))])
-    with pytest.raises(ir.VerificationError, match="stages must be a positive integer"):
-        ir.verify(bad)
+    lines = text.splitlines()
+    at = next(i for i, t in enumerate(lines) if t.strip().startswith("segment ")) + 1
+    old = "\n".join(lines[:at] + ["    threads 256"] + lines[at:])
+    with pytest.raises(IntentError, match=rf":{at + 1}:\d+: 'threads' is not part of a GPU IR program space"):
+        parse_module(old)
 
 
-def test_index_bits_round_trip_through_the_text_form_and_are_verified():
-    prog = intent_eqsat.optimize(SOFTMAX, sizes={"M": 32768, "N": 8192})
-    text = print_module(prog)
-    assert "index_bits 32" in text
-    assert print_module(parse_module(text)) == text
-    with pytest.raises(IntentError, match=r":(\d+):(\d+): index_bits must be one of 32, 64, not 16") as e:
-        parse_module(text.replace("index_bits 32", "index_bits 16"))
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if "index_bits 32" in t)
-    assert f":{line}:" in str(e.value)
-    k = prog.kernels[0]
-    bad = ir.Module(prog.target, prog.options, prog.params, [replace(k, space=replace(k.space, index_bits=16))])
-    with pytest.raises(ir.VerificationError, match="index_bits must be one of"):
-        ir.verify(bad)
+def test_launch_resources_are_validated_where_they_are_made():
+    for bad, msg in (({"threads": 0}, "threads must be a positive integer"),
+                     ({"stages": -1}, "stages must be a positive integer"),
+                     ({"index_bits": 16}, "index_bits must be one of")):
+        with pytest.raises(ValueError, match=msg):
+            LaunchResources(**bad)
+    with pytest.raises(ValueError, match="unknown field"):
+        LaunchResources.from_dict({"thread": 128})
+    r = LaunchResources(128, 3, 32)
+    assert LaunchResources.from_dict(r.as_dict()) == r
+    assert LaunchResources(stages=4).over(r) == LaunchResources(128, 4, 32)
 
 
 def test_threads_that_are_not_whole_warps_are_a_hardware_capability_rejection():
     from intent_eqsat.providers.triton import serialize
     prog = intent_eqsat.optimize(GEMM, sizes=BIG)
     k = prog.kernels[0]
-    odd = ir.Module(prog.target, prog.options, prog.params, [replace(k, space=replace(k.space, threads=100))])
     with pytest.raises(HardwareCapabilityUnsupported, match="100 threads are not a whole number of 32-lane"):
-        serialize(odd, k.name, "sm90")
-    # an explicit launch option still overrides the program's
-    assert _launch_options(serialize(prog, k.name, "sm90", num_warps=4))["num_warps"] == 4
+        serialize(prog, k.name, "sm90", launch_resources=LaunchResources(threads=100))
+    # without resources the provider's defaults apply; an explicit launch option overrides the resources
+    assert _launch_options(serialize(prog, k.name, "sm90"))["num_warps"] == 4
+    assert _launch_options(serialize(prog, k.name, "sm90", launch_resources=LaunchResources(256, 3),
+                                     num_warps=4))["num_warps"] == 4
 
 
 # ------------------------------------------------------------------------------------------- calibration
@@ -150,7 +158,7 @@ def test_a_measured_binding_overrides_the_models_ranking_at_the_measured_sizes(t
     cal = Calibration.load(path)
     tuned = _optimized(GEMM, BIG, cal).kernels["gemm_bf16"]
     assert tuned.binding == {"TILE_B0": 64, "TILE_B1": 128, "TILE_K": 32}
-    assert (tuned.kernel.space.threads, tuned.kernel.space.stages) == (128, 4)     # the measured launch
+    assert (tuned.launch_resources.threads, tuned.launch_resources.stages) == (128, 4)     # the measured launch
     assert any(fp in r and "measured 1 ms with 128 threads, 4 stages" in r for r in tuned.remarks)
     # the same file at other sizes: nothing measured there, the model alone ranks
     small = {"M": 2048, "N": 2048, "K": 2048}
@@ -188,7 +196,6 @@ def test_the_fingerprint_is_the_structure_not_the_name():
     renamed = intent_eqsat.optimize(GEMM.read_text().replace("gemm_bf16", "my_matmul"), sizes=BIG).kernels[0]
     assert renamed.name == "my_matmul" and "my_matmul.s0" in ir.print_module(ir.Module("sm90", kernels=[renamed]))
     assert fingerprint(k) == fingerprint(renamed)      # the ops' provenance names the kernel: not structure
-    assert fingerprint(k) == fingerprint(replace(k, space=replace(k.space, threads=128, stages=5, index_bits=32)))
     other = intent_eqsat.optimize(GEMM, sizes={"M": 64, "N": 4096, "K": 4096}).kernels[0]
     assert fingerprint(k) != fingerprint(other)        # other tile literals: another program
 
@@ -225,7 +232,7 @@ def test_the_committed_h200_tuning_file_still_names_the_programs_this_compiler_e
     best = min((m for m in cal.measurements if m.fingerprint == kr.fingerprint and dict(m.sizes) == BIG),
                key=lambda m: m.seconds)
     assert kr.binding == dict(best.binding)
-    assert (kr.kernel.space.threads, kr.kernel.space.stages) == (best.threads, best.stages)
+    assert (kr.launch_resources.threads, kr.launch_resources.stages) == (best.threads, best.stages)
 
 
 def test_a_measured_index_width_is_bound_and_round_trips(tmp_path):
@@ -233,7 +240,7 @@ def test_a_measured_index_width_is_bound_and_round_trips(tmp_path):
     64 bits) measured fastest with 32-bit index arithmetic is bound 32 and launched with IDX = tl.int32 when its
     offsets fit; an index width outside 32/64 in a tuning file is a CalibrationError naming the file."""
     res = _optimized(GEMM, BIG)
-    assert res.kernels["gemm_bf16"].kernel.space.index_bits == 64                    # the model's rule
+    assert res.kernels["gemm_bf16"].launch_resources.index_bits == 64                # the model's rule
     pick = res.kernels["gemm_bf16"].binding
     fp = res.kernels["gemm_bf16"].fingerprint
     cal = Calibration([measurement(fp, "sm90", BIG, pick, 256, 3, 2e-3, index_bits=64),
@@ -243,7 +250,7 @@ def test_a_measured_index_width_is_bound_and_round_trips(tmp_path):
     loaded = Calibration.load(path)
     assert sorted(m.index_bits for m in loaded.measurements) == [32, 64]
     kr = _optimized(GEMM, BIG, loaded).kernels["gemm_bf16"]
-    assert kr.kernel.space.index_bits == 32 and kr.binding == pick
+    assert kr.launch_resources.index_bits == 32 and kr.binding == pick
     assert any("32-bit index arithmetic" in r for r in kr.remarks)
     assert "IDX: tl.constexpr" not in intent_eqsat.compile(GEMM, sizes=BIG).source
     assert "IDX: tl.constexpr" in intent_eqsat.compile(GEMM, sizes=BIG, calibration=str(path)).source

@@ -44,15 +44,6 @@ def corpus(name: str) -> kir.KirModule:
         return kir.parse(f.read(), filename=path)
 
 
-def without_resources(module):
-    """``module`` with its kernels' bound launch resources (threads, stages, index width) cleared: what the rules
-    produced, for "the program is unchanged" assertions (the optimizer binds resources on every kernel it
-    returns)."""
-    from dataclasses import replace
-    return replace(module, kernels=[replace(k, space=replace(k.space, threads=None, stages=None, index_bits=None))
-                                    for k in module.kernels])
-
-
 def ops_named(ops, name: str | None = None) -> list:
     """Every op called ``name`` (every op: None) in ``ops`` and the regions below them, in program order."""
     out = []

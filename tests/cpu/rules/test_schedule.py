@@ -18,7 +18,6 @@ from intent_eqsat.rules.egraph import KernelGraph
 from intent_eqsat.optimizer.optimize import GroupVerificationError, optimize_kir
 from intent_eqsat.rules.schedule import Limits
 
-from tests.cpu.rules.reference import without_resources
 
 HERE = Path(__file__).resolve().parent
 FX = [str(HERE / "rulebooks_fixture")]
@@ -49,8 +48,8 @@ def test_identity_rule_fires_and_the_mul_disappears():
     assert run.matches["identity.mul_one_left_f"] == 0          # dead rules are listed with 0
     assert res.remarks == []
     # the post-extraction groups that run whatever the rule groups (optimizer.passes) follow the rule group
-    assert res.report["groups"] == ["identity", "tile_binding", "resource_binding", "unswitch_single_trip"]
-    assert res.report["summary"] == "7 rules, 2 matched"        # + resource_binding, which wrote the threads
+    assert res.report["groups"] == ["identity", "tile_binding", "unswitch_single_trip"]
+    assert res.report["summary"] == "6 rules, 1 matched"        # + the passes (none changed this program)
     assert res.cost < optimize(m, rulebooks=FX, groups=[]).cost
 
 
@@ -63,7 +62,7 @@ def test_report_shape_and_trace():
         assert phase in rep["phases"]
     assert pipeline.egraph_size(rep) == rep["egraph_size"] > 0
     assert pipeline.cost_total(res.cost) == res.cost
-    assert rep["trace"].rstrip().splitlines()[-2] == "9 rules, 3 matched"     # with the post-extraction groups
+    assert rep["trace"].rstrip().splitlines()[-2] == "8 rules, 2 matched"     # with the post-extraction groups
     assert "identity.py:" in rep["trace"]
     g = rep["kernels"]["k"]["groups"][0]
     assert g["group"] == "identity" and g["rules_fired"] == {"identity.mul_one_right_f": 2}
@@ -90,7 +89,7 @@ def test_unbounded_group_stops_at_the_node_limit_with_a_verified_program():
     run = res.kernels["k"].runs[0]
     assert run.stop == "node_limit" and run.size_after > 1500
     ir.verify(res.program)
-    assert without_resources(res.program).kernels[0] == m.kernels[0]   # extraction keeps the smaller terms
+    assert res.program.kernels[0] == m.kernels[0]   # extraction keeps the smaller terms
     assert len(res.remarks) == 1
     assert f"unbounded: node limit 1500 reached after {run.iterations} iterations; best program so far " \
            f"extracted" in res.remarks[0]
@@ -299,7 +298,7 @@ def test_diff_per_group():
     assert "=== kernel k, group identity" in rep.text()
     full = diff(m, rulebooks=FX, limits=Limits(max_iterations=2))
     assert [x.group for x in full.diffs] == ["identity", "relaxed", "strength", "unbounded", "tile_binding",
-                                             "resource_binding", "unswitch_single_trip"]   # + post-extraction
+                                             "unswitch_single_trip"]   # + post-extraction
     assert not full.for_group("relaxed")[0].changed
     with pytest.raises(LookupError):
         diff(m, rulebooks=FX, group="nope")
