@@ -217,6 +217,10 @@ SUITE: tuple[Bench, ...] = (
             compile_sizes=_ROWS[0].sizes)
       for name in ("softmax_f32", "softmax_bf16", "layernorm_f32", "layernorm_bf16", "rmsnorm_f32", "rmsnorm_bf16",
                    "row_sum_f32", "cumsum_f32")),
+    # issue 27 item 7: element-wise losses and activations written with log1p / expm1, against eager PyTorch
+    *(Bench(name, name.rsplit("_", 1)[0], "memory", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16},
+            compile_sizes=_ROWS[0].sizes)
+      for name in ("softplus_f32", "bce_logits_f32", "elu_bf16")),
     # issue 27 item 1: arg-reductions over the last axis and over a middle axis, against eager torch.argmax/argmin
     # (the ratio's reference) and torch.compile of the same call
     *(Bench(name, op, "memory", cases, checks, tiny, probe, compile_sizes=cases[0].sizes)
@@ -360,6 +364,10 @@ REFERENCES = _References({
     "argmax_rows": lambda torch, i, s, c: i["X"].argmax(-1),
     "argmin_rows": lambda torch, i, s, c: i["X"].argmin(-1),
     "argmax_mid": lambda torch, i, s, c: i["X"].argmax(1),
+    "softplus": lambda torch, i, s, c: torch.nn.functional.softplus(i["X"]),
+    "bce_logits": lambda torch, i, s, c: torch.nn.functional.binary_cross_entropy_with_logits(
+        i["X"], i["T"], reduction="none"),
+    "elu": lambda torch, i, s, c: torch.nn.functional.elu(i["X"]),
 })
 
 
@@ -385,11 +393,17 @@ def _native_fn(torch, op: str, causal: bool):
         return lambda X: X.argmin(-1)
     if op == "argmax_mid":
         return lambda X: X.argmax(1)
+    if op == "softplus":
+        return lambda X: F.softplus(X)
+    if op == "bce_logits":
+        return lambda X, T: F.binary_cross_entropy_with_logits(X, T, reduction="none")
+    if op == "elu":
+        return lambda X: F.elu(X)
     raise KeyError(op)
 
 
 #: ops whose ratio's reference is eager PyTorch (issue 27's target), torch.compile reported beside it
-EAGER_FIRST = ("argmax_rows", "argmin_rows", "argmax_mid")
+EAGER_FIRST = ("argmax_rows", "argmin_rows", "argmax_mid", "softplus", "bce_logits", "elu")
 
 
 def anchor_names(op: str, interpret: bool) -> list[str]:
@@ -424,7 +438,8 @@ def anchors(torch, op: str, causal: bool, interpret: bool) -> list[tuple[str, ob
         return _contract_anchors(torch, op, interpret)
     fn = _native_fn(torch, op, causal)
     names = {"softmax": ("X",), "row_sum": ("X",), "cumsum": ("X",), "layernorm": ("X", "gamma", "beta"),
-             "rmsnorm": ("X", "w"), "argmax_rows": ("X",), "argmin_rows": ("X",), "argmax_mid": ("X",)}[op]
+             "rmsnorm": ("X", "w"), "argmax_rows": ("X",), "argmin_rows": ("X",), "argmax_mid": ("X",),
+             "softplus": ("X",), "bce_logits": ("X", "T"), "elu": ("X",)}[op]
 
     def call(f):
         return lambda i, s: f(*[i[n] for n in names], *s.values())

@@ -72,7 +72,7 @@ _SCAN_IDENTITY = {"add": "0.0", "mul": "1.0", "max": "-inf", "min": "inf"}
 
 _ELEMENTWISE = {
     1: ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid",
-        "floor", "ceil", "recip", "cast", "bitcast"),
+        "floor", "ceil", "recip", "log1p", "expm1", "cast", "bitcast"),
     2: ("add", "sub", "mul", "div", "rem", "mod", "floordiv", "max", "min", "pow", "and", "or", "xor", "shl", "shr",
         "cmp"),
     3: ("select",),

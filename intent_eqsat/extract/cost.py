@@ -332,7 +332,7 @@ _NEUTRAL = frozenset(op for op, (sort, _) in SIGNATURES.items()
 #: special functions: (SFU ops, extra ALU lane-ops) per element, f32
 _SPECIAL = {"exp": (1, 1), "exp2": (1, 0), "log": (1, 1), "log2": (1, 0), "sqrt": (1, 0), "rsqrt": (1, 0),
             "sin": (1, 2), "cos": (1, 2), "tanh": (2, 1), "erf": (0, 10), "sigmoid": (2, 2), "recip": (1, 0),
-            "pow": (2, 1)}
+            "pow": (2, 1), "log1p": (1, 4), "expm1": (1, 4)}
 _F64_SPECIAL_ALU = 20          # polynomial expansions on the f64 pipe
 _INT_DIV_ALU = 10              # integer division/remainder is emulated
 _FREE = frozenset(("const", "launch", "range", "broadcast", "reshape", "extract", "tuple", "record", "get",

@@ -303,6 +303,7 @@ _FLOAT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
     "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
     "erf": _erf, "sigmoid": _sigmoid, "floor": np.floor, "ceil": np.ceil, "recip": lambda x: 1.0 / x,
+    "log1p": np.log1p, "expm1": np.expm1,
 }
 _CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
         "ne": np.not_equal}

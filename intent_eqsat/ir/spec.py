@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 UNARY_OPS = ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf",
-             "sigmoid", "floor", "ceil", "recip")
+             "sigmoid", "floor", "ceil", "recip", "log1p", "expm1")
 BINARY_OPS = ("add", "sub", "mul", "div", "rem", "mod", "floordiv", "max", "min", "pow", "and", "or", "xor",
               "shl", "shr")
 #: integer semantics: div and rem truncate toward zero (C); floordiv and mod round toward -inf (Python)

@@ -41,7 +41,7 @@ NARROWING_KINDS = ("all_true", "mixed", "all_false_skipped")
 SIDE_RECORD_KEYS = ("role", "roles", "decision", "decisions", "plan")
 #: unary ops defined on floating point only; bitwise ops on integers and i1; shifts on integers
 FLOAT_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid", "floor",
-               "ceil", "recip")
+               "ceil", "recip", "log1p", "expm1")
 BITWISE = ("and", "or", "xor", "not")
 SHIFTS = ("shl", "shr")
 #: non-atomic writes: two program instances writing one element this way conflict (IR-9)

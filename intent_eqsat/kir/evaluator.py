@@ -556,6 +556,10 @@ def _apply_fn(fn: str, xs: list[np.ndarray], ot: np.dtype) -> np.ndarray:
         return np.log(x)
     if fn == "log2":
         return np.log2(x)
+    if fn == "log1p":           # log(1 + x) without the rounding of 1 + x (accurate for small x)
+        return np.log1p(x)
+    if fn == "expm1":           # exp(x) - 1 without the cancellation (accurate for small x)
+        return np.expm1(x)
     if fn == "sqrt":
         return np.sqrt(x)
     if fn == "rsqrt":

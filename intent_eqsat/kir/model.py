@@ -346,7 +346,7 @@ BINARY_OPS = {
     "and": "&&", "or": "||",
 }
 UNARY_FUNCS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "abs", "sigmoid", "erf",
-               "floor", "ceil")
+               "floor", "ceil", "log1p", "expm1")
 BINARY_FUNCS = ("max", "min", "pow")
 REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin", "reduce")
 SCAN_SUGAR = {"cumsum": "add", "cumprod": "mul", "cummax": "max", "cummin": "min"}

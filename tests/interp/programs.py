@@ -476,7 +476,7 @@ def grid_stride_ref(x: dict) -> dict:
 # ---------------------------------------------------------------------------------------------- op suite
 
 UNARY_F = ("neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid",
-           "floor", "ceil", "recip")
+           "floor", "ceil", "recip", "log1p", "expm1")
 BINARY_F = ("add", "sub", "mul", "div", "rem", "mod", "floordiv", "max", "min", "pow")
 BINARY_I = ("add", "sub", "mul", "div", "rem", "mod", "floordiv", "max", "min", "and", "or", "xor", "pow")
 
@@ -523,7 +523,7 @@ def build_ops(dtype: str = "f32") -> Module:
         y = r.with_origin("ops.j").load(J, [i], valid=ok, fill=1)
         res: dict[str, Any] = {}
         for u in UNARY_F:
-            src = pp if u in ("log", "log2", "sqrt", "rsqrt") else a
+            src = pp if u in ("log", "log2", "sqrt", "rsqrt", "log1p") else a
             res[f"u_{u}"] = r.with_origin(f"ops.{u}").unary(u, src)
         for b in BINARY_F:
             lhs, rhs = (pp, a) if b == "pow" else (a, pp)

@@ -279,6 +279,8 @@ def test_atomic_validity_moves_invalid_members_out_of_bounds() -> None:
 
 SURFACE_SNIPPETS = {
     "erf": ("%y = erf(%x) : frag<f32, [16]>", "erf"),
+    "log1p": ("%y = log1p(%x) : frag<f32, [16]>", "log1p"),
+    "expm1": ("%y = expm1(%x) : frag<f32, [16]>", "expm1"),
     "float rem": ("%y = rem(%x, %x) : frag<f32, [16]>", "fmod"),
     "float floordiv": ("%y = floordiv(%x, %x) : frag<f32, [16]>", "floor_divide"),
     "region scan": ("%y = scan(%x) {axis = 0, combine = region, identity = [0.0]} : frag<f32, [16]> "

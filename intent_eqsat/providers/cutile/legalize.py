@@ -503,6 +503,10 @@ class _Checker:
         if op.name == "erf":
             raise self.surface("erf: cuTile has no error function and a series expansion would not be the IR's "
                                "correctly rounded value", op)
+        if op.name in ("log1p", "expm1"):
+            naive = "log(1 + x) rounds 1 + x" if op.name == "log1p" else "exp(x) - 1 cancels"
+            raise self.surface(f"{op.name}: cuTile has no {op.name}, and {naive} (not the IR's value for small x)",
+                               op)
 
     def op_binary(self, op: Op) -> None:
         dt = op.operands[0].type.dtype

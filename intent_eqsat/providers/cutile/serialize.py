@@ -448,7 +448,7 @@ class _Printer:
                 inner = f"ct.truediv(1.0, 1.0 + ct.exp(-{xc}))"
             elif name == "recip":
                 inner = f"ct.truediv(1.0, {xc}{self._flags(op, ('approx', 'ftz'), cdt)})"
-            else:   # erf is rejected by the legalizer
+            else:   # erf, log1p and expm1 are rejected by the legalizer
                 raise SharedLegalityUnsupported(f"no cuTile spelling for {name}")
             expr = self._out(dt, cdt, inner)
         self.emit(f"{res} = {expr}", op)

@@ -46,6 +46,8 @@ SPELLINGS: dict[str, Spelling] = {
     "cos": Spelling("ct.cos(x)" + _F32),
     "tanh": Spelling("ct.tanh(x[, rounding_mode=APPROX])" + _F32),
     "erf": Spelling("rejected", rejects="cuTile has no erf (provider surface)"),
+    "log1p": Spelling("rejected", rejects="cuTile has no log1p; log(1 + x) rounds 1 + x (provider surface)"),
+    "expm1": Spelling("rejected", rejects="cuTile has no expm1; exp(x) - 1 cancels (provider surface)"),
     "sigmoid": Spelling("ct.truediv(1, 1 + ct.exp(-x))" + _F32),
     "floor": Spelling("ct.floor(x) (identity on integers)"),
     "ceil": Spelling("ct.ceil(x) (identity on integers)"),

@@ -282,6 +282,30 @@ def _cmb_pick(a, am, b, bm):
     # keeps the member whose flag is set (exactly one is): an exact extraction
     return tl.where(am, a, b), am | bm
 ''',
+    # log1p / expm1: libdevice on a GPU; the interpreter (no libdevice) uses Goldberg's and Kahan's corrections,
+    # accurate to a few ulps where the naive log(1 + x) / exp(x) - 1 lose every digit for small x
+    "_log1p": '''@triton.jit
+def _log1p(x):
+    if _INTERPRET:
+        u = 1.0 + x
+        y = tl.where(u == 1.0, x, tl.log(u) * (x / tl.where(u == 1.0, 1.0, u - 1.0)))
+        y = tl.where(u == float("inf"), u, y)
+    else:
+        y = libdevice.log1p(x)
+    return y
+''',
+    "_expm1": '''@triton.jit
+def _expm1(x):
+    if _INTERPRET:
+        u = tl.exp(x)
+        um1 = u - 1.0
+        lu = tl.log(u)
+        y = tl.where(u == 1.0, x, tl.where(um1 == -1.0, -1.0, tl.where(
+            u == float("inf"), u, um1 * (x / tl.where(lu == 0.0, 1.0, lu)))))
+    else:
+        y = libdevice.expm1(x)
+    return y
+''',
     "_tf32": '''@triton.jit
 def _tf32(x):
     # round float32 to tf32 (10 explicit mantissa bits), nearest even; inf/NaN kept
@@ -1075,8 +1099,8 @@ class _Printer:
             return f"tl.{name}({x})"
         if name in _LIBDEVICE:
             return f"{self.need('_' + name)}({x})"
-        if name == "tanh":
-            return f"{self.need('_tanh')}({x})"
+        if name in ("tanh", "log1p", "expm1"):
+            return f"{self.need('_' + name)}({x})"
         if name == "sqrt":
             return f"tl.sqrt({x})" if f64 else f"tl.sqrt_rn({x})"
         if name == "rsqrt":

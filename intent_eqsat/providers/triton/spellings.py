@@ -42,6 +42,9 @@ SPELLINGS: dict[str, Spelling] = {
     "cos": Spelling(_P + "libdevice.cos (interpreter: tl.cos)" + _A + "tl.cos"),
     "tanh": Spelling("libdevice.tanh (interpreter: float64 formula)"),
     "erf": Spelling("libdevice.erf (interpreter: tl.erf)"),
+    "log1p": Spelling("libdevice.log1p (interpreter: u = 1 + x; x where u == 1, else log(u) * x / (u - 1))"),
+    "expm1": Spelling("libdevice.expm1 (interpreter: u = exp(x); x where u == 1, -1 where u - 1 == -1, "
+                      "else (u - 1) * x / log(u))"),
     "sigmoid": Spelling(_P + "tl.div_rn(1, 1 + exp(-x)) with the precise exp" + _A + "1 / (1 + tl.exp(-x))"),
     "floor": Spelling("tl.floor (identity on integers)"),
     "ceil": Spelling("tl.ceil (identity on integers)"),
