@@ -36,6 +36,14 @@ weight) gets its score and weight lifted over a key tile (the parameter ``TILE_N
 contexts only, a member that is itself a step-1 reduction loop of a float type with bounds that do not read the
 lifted loop lifts as one loop whose accumulator is widened by ``b2`` (``reduction.lift_nested_loop``; the nested
 loop's induction variable stays, its accumulator is the widened one, ``LiftCtx.red_in``).
+``reduction.demand_key_max``: a step-1 ``reduce = max`` loop over ``b0`` whose result is the maximum such a moment's
+weight subtracts gets its member (the score) lifted over the key tile too (a softmax without a moment keeps its
+``TILE_R`` blocking). ``reduction.key_block_{max,mass,moment}``
+(issue 23 item 2: the two-pass form under any numerics): a step-1 loop of the normalized summary -- the maximum
+``max(m, s)``, the mass ``l + exp(s - m)``, the moment ``o + broadcast(exp(s - m)) * broadcast(w1)`` -- whose score
+(and weight) lifted over the key tile (``[T0, TN]`` over ``(b0, b2)``, ``[T1, TN]`` over ``(b1, b2)``), ``m`` reading
+no argument of the loop (``Dep``): the maximum is exact under any grouping, the sums are ordinary reductions whose
+members are regrouped, each member computed as before (no rescaling, no rounding of the weights).
 
 Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c, x)})``;
 ``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))`` (and ``select(broadcast(c), broadcast(a), splat(s))`` ->
@@ -43,7 +51,9 @@ Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcas
 ``for k0 in [lb, ub) step TR {reduce = c}: c(acc, reduce(select(k0 + range(TR) < ub, x(k0 + range(TR)), identity), axis b2, c))``;
 an arg-reduction loop -> ``for k0 step TR``: the same fold of ``argreduce(x(k0 + range(TR)) where valid else
 -inf/+inf)`` at index ``k0 - lb + lane``. ``TR`` is the symbolic parameter ``TILE_R``, bound after extraction
-from the ownership candidates (``intent_eqsat.optimizer.tiles``).
+from the ownership candidates (``intent_eqsat.optimizer.tiles``). The key-tile forms: ``for j0 step TN`` carrying
+``max(m, max_b2(S where j < ub else -inf))``, ``l + sum_b2(exp(S - m) where j < ub else 0)`` and ``contract(exp(S -
+m) where j < ub else 0, W, o)`` (the score tile ``S``'s nested loop becomes a contract in ``contraction``).
 
 Preserves: the value of every reduction up to regrouping of its members (an ordinary reduction); members past
 ``ub`` contribute the identity and load nothing (their validity is false); element-wise values (ops commute with
@@ -173,6 +183,109 @@ def _key_demand_rules() -> list:
         eq(ex).to(Val.op("exp", P.vals(Val.op("sub", P.vals(s, mx), suba, ty)), expa, ty)),
         name="reduction.demand_key_tile").then(B.lift(s, ctx), B.lift(w1, ctx)),
         "a normalized summary's moment: lift its score and weight over a tile of keys (read by online_tiles)")]
+
+
+def _key_block_rules() -> list:
+    """The normalized sums of an exact softmax-weighted sum (attention under ``numerics = source``), blocked over
+    key tiles without the online rewrite (issue 23 item 2): the row maximum ``max_j s_j``, the mass
+    ``sum_j exp(s_j - m)`` and the moment ``sum_j exp(s_j - m) * w_j`` each become a loop over tiles of ``TILE_N``
+    keys reading the score tile that ``reduction.demand_key_tile`` lifted (``s`` over ``(b0, b2)``, its nested
+    ``d`` loop widened; ``contraction`` makes it a matrix-unit contract), the moment a ``contract`` of the weight
+    tile ``P`` with the lifted value tile. Two passes over the keys where the flash form takes one, and the
+    same numbers up to regrouping: the maximum is exact under any grouping; the sums are ordinary reductions
+    (``reduce = add``) whose members are regrouped (SPEC PASS-4 "reassociate ordinary reduce", "mul-sum to
+    contract"), each member computed as before (``exp(s - m)`` in f32 with the row's final maximum, no rescaling,
+    no rounding of ``P``; the contract at the program's ``fp32_contract`` precision, ieee by default).
+
+    Legality: the loop steps by one; the score lifts over the key tile to a ``[T0, TN]`` fragment over ``(b0, b2)``
+    (and the weight to ``[T1, TN]`` over ``(b1, b2)`` for the moment); ``m`` reads no argument of the loop's region
+    (``Dep``), so it is the same for every key; lanes past ``ub`` contribute the identity (``-inf`` to the maximum,
+    ``0`` to the sums: the weight is selected, not the score, so a row whose maximum is ``-inf`` keeps the NaN
+    weights its valid keys give, as the per-key loop does)."""
+    lb, ub, st, x0, y, s, mx, ex, w1, ls, lw = vars_("lb ub st x0 y s mx ex w1 ls lw", Val)
+    attrs, rya, ca, sattrs, suba, expa, mula = vars_("attrs rya ca sattrs suba expa mula", AMap)
+    loc = var("loc", String)
+    d, dm = var("d", i64), var("dm", i64)
+    t0, t1 = vars_("t0 t1", LE)
+    tn = LE.sym(TILE_N)
+    ty = Ty.frag_axes("f32", P.les(t0), P.strs("b0"))
+    tyo = Ty.frag_axes("f32", P.les(t0, t1), P.strs("b0", "b1"))
+    ty_s = Ty.frag_axes("f32", P.les(t0, tn), P.strs("b0", "b2"))
+    ty_w = Ty.frag_axes("f32", P.les(t1, tn), P.strs("b1", "b2"))
+    mask_s = Ty.frag_axes("i1", P.les(t0, tn), P.strs("b0", "b2"))
+    dims0, dims1 = P.amap(dims=B._ints([0])), P.amap(dims=B._ints([1]))
+    no_dims = P.amap(dims=P.alist())
+    ctx = key_ctx(d, ub)
+    _, kt = key_tile(d, ub)
+    plain = P.amap(origin=A.str_(loc))
+    step_one = [eq(st).to(P.const(sattrs, INDEX)), P.HasAttr(sattrs, "value", A.int_(1))]
+    tn_step = Val.op("launch", Vals.nil(), P.amap(expr=A.le(tn)), INDEX)
+    valid = Val.op("broadcast", P.vals(kt), dims1, mask_s)
+    lifted_s = [eq(ls).to(B.lift(s, ctx)), eq(B.MaskOf(ls)).to(i64(5)), P.ValTy(ls, ty_s)]
+    # m is the same for every key of the loop: it reads no argument of the loop's region
+    invariant = [eq(dm).to(P.Dep(mx)), eq(dm & (i64(1) << (d + P.IV_BITS))).to(i64(0))]
+
+    def splat(value: str, t: Ty) -> Val:
+        return Val.op("broadcast", P.vals(Val.op("const", Vals.nil(), P.amap(origin=A.str_(loc), value=A.float_(value)),
+                                                 Ty.scalar("f32"))), no_dims, t)
+
+    def red(x: Val, comb: str, ident: str) -> Val:
+        return Val.op("reduce", P.vals(x), P.amap(axes=P.alist(A.int_(1)), combine=A.str_(comb),
+                                                  identity=P.alist(A.float_(ident))), ty)
+
+    def loop(init: Val, t: Ty, body: Val, at: AMap) -> Val:
+        return P.for1(lb, ub, st, init, at, t, d, body, rya)
+
+    def tiled(init: Val, t: Ty, body: Val, at: AMap) -> Val:
+        return P.for1(lb, ub, tn_step, init, at, t, d, body, rya)
+
+    # P = exp(S - m) on the valid keys, 0 past the end (the weight is selected: exactly the per-key members)
+    weights = Val.op("select", P.vals(valid, Val.op("exp", P.vals(Val.op("sub", P.vals(
+        ls, Val.op("broadcast", P.vals(mx), dims0, ty_s)), suba, ty_s)), expa, ty_s), splat("0.0", ty_s)),
+        plain, ty_s)
+    ex_pat = Val.op("exp", P.vals(Val.op("sub", P.vals(s, mx), suba, ty)), expa, ty)
+    out = []
+    # the row maximum: its member is the score itself (lifted on demand when the loop's result is the maximum a
+    # normalized summary subtracts: the same score, but not always the same term as the summary's)
+    old = loop(x0, ty, Val.op("max", P.vals(Val.arg(d, 1, ty), s), ca, ty), attrs)
+    s2, wm, em = vars_("s2 wm em", Val)
+    out.append(named("reduction.demand_key_max", rule(
+        eq(y).to(old), P.HasAttr(attrs, "reduce", A.str_("max")), *step_one,
+        eq(ex).to(Val.op("exp", P.vals(Val.op("sub", P.vals(s2, y), suba, ty)), expa, ty)),
+        # a weighted sum's member uses this maximum (a moment: attention; a softmax alone keeps TILE_R blocking)
+        eq(em).to(Val.op("mul", P.vals(Val.op("broadcast", P.vals(ex), dims0, tyo), wm), mula, tyo)),
+        name="reduction.demand_key_max").then(B.lift(s, ctx)),
+        "the row maximum a normalized summary's moment subtracts: lift its scores over a tile of keys"))
+    new = tiled(x0, ty, Val.op("max", P.vals(Val.arg(d, 1, ty), red(Val.op("select", P.vals(
+        valid, ls, splat("-inf", ty_s)), plain, ty_s), "max", "-inf")), ca, ty), attrs)
+    out.append(named("reduction.key_block_max", rule(
+        eq(y).to(old), P.HasAttr(attrs, "reduce", A.str_("max")), P.HasAttr(attrs, "origin", A.str_(loc)),
+        *step_one, *lifted_s, name="reduction.key_block_max").then(union(y).with_(new)),
+        "for j step 1: max(m, s(j)) == for j0 step TN: max(m, max_b2(s(j0 + range(TN)) where valid else -inf)) "
+        "(a maximum over any grouping; the score tile another summary of the same keys lifted)"))
+    # the mass: exp(s - m) summed
+    old = loop(x0, ty, Val.op("add", P.vals(Val.arg(d, 1, ty), ex), ca, ty), attrs)
+    new = tiled(x0, ty, Val.op("add", P.vals(Val.arg(d, 1, ty), red(weights, "add", "0.0")), ca, ty), attrs)
+    out.append(named("reduction.key_block_mass", rule(
+        eq(y).to(old), P.HasAttr(attrs, "reduce", A.str_("add")), P.HasAttr(attrs, "origin", A.str_(loc)),
+        eq(ex).to(ex_pat), *step_one, *lifted_s, *invariant, name="reduction.key_block_mass")
+        .then(union(y).with_(new)),
+        "for j step 1: l + exp(s(j) - m) == for j0 step TN: l + sum_b2(exp(s(j0 + range(TN)) - m) where valid "
+        "else 0) (an ordinary sum regrouped, m the same for every key)"))
+    # the moment: broadcast(exp(s - m)) * broadcast(w) summed == the contraction of the weight tile with w's tile
+    member = Val.op("mul", P.vals(Val.op("broadcast", P.vals(ex), dims0, tyo),
+                                  Val.op("broadcast", P.vals(w1), dims1, tyo)), mula, tyo)
+    old = loop(x0, tyo, Val.op("add", P.vals(Val.arg(d, 1, tyo), member), ca, tyo), attrs)
+    new = tiled(x0, tyo, Val.op("contract", P.vals(weights, lw, Val.arg(d, 1, tyo)), P.amap(
+        lhs_contract=P.alist(A.int_(1)), origin=A.str_(loc), rhs_contract=P.alist(A.int_(1))), tyo), plain)
+    out.append(named("reduction.key_block_moment", rule(
+        eq(y).to(old), P.HasAttr(attrs, "reduce", A.str_("add")), P.HasAttr(attrs, "origin", A.str_(loc)),
+        eq(ex).to(ex_pat), *step_one, *lifted_s, *invariant,
+        eq(lw).to(B.lift(w1, ctx)), eq(B.MaskOf(lw)).to(i64(6)), P.ValTy(lw, ty_w),
+        name="reduction.key_block_moment").then(union(y).with_(new)),
+        "for j step 1: o + exp(s(j) - m) * w(j) == for j0 step TN: contract(exp(S - m) where valid else 0, W, o) "
+        "(an ordinary sum of products regrouped into a contraction over the key tile)"))
+    return out
 
 
 def _nested_loop_rules() -> list:
@@ -516,7 +629,8 @@ ANALYSES = ANALYSES + (NESTED,)
 
 
 def rules() -> list:
-    return _narrow_rules() + _hoist_rules() + _block_rules() + _arg_block_rules() + _key_demand_rules()
+    return (_narrow_rules() + _hoist_rules() + _block_rules() + _arg_block_rules() + _key_demand_rules()
+            + _key_block_rules())
 
 
 for _r in rules():

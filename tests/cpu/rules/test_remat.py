@@ -120,10 +120,16 @@ def test_a_loop_reading_the_enclosing_iteration_is_never_moved_out():
     result = _optimize(module)
     kernel = result.program.kernels[0]
     scores = _loops(kernel, "attention.s0.e5")
-    assert len(scores) == 3                     # inside the max loop, the moment loop and the mass loop
     outer = [op for op in _loops(kernel) if not str(op.attrs.get("origin", "")).startswith("attention.s0.e5")]
-    inside = [x for o in outer for reg in o.regions for x in ops_named(reg.ops, "for")]
-    assert all(any(s is x for x in inside) for s in scores)
+    holder = {id(x): str(o.attrs.get("origin")) for o in outer for reg in o.regions for x in ops_named(reg.ops, "for")}
+    # the key loops that run once under a launch guard are inlined in a guarded copy (ir/unswitch.py): there the
+    # score loop sits in the copy of its consumer's one iteration, not in a loop
+    guarded = {id(x) for g in ops_named(kernel.body.ops, "if")
+               if g.operands and g.operands[0].name.startswith("runs_once") for x in ops_named(g.regions[0].ops, "for")}
+    general = [x for x in scores if id(x) not in guarded or id(x) in holder]
+    assert general and all(id(x) in holder for x in general)
+    # each of the three consumers (the max loop, the moment loop, the mass loop) keeps its own copy
+    assert {holder[id(x)] for x in general} == {"attention.s1.e3", "attention.s3.e6", "attention.s3.e20"}
     assert_matches_reference(module, result.program)
 
 
