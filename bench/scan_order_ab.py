@@ -115,9 +115,10 @@ def run(inp: Path, json_out: Path | None, kernels: list[str], shapes: list[str],
     dev = torch.cuda.get_device_name()
     print(f"\n{dev}, torch {torch.__version__}, triton {triton.__version__}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; median ms (do_bench)")
-    head = f"{'kernel':16} {'shape':12}" + "".join(f" {t + ' ms':>9}" for t in tags) + \
-        f" {tags[0] + ' again':>9} {'eager':>9} {'compile':>9}" + "".join(f" {t + '/' + tags[0]:>7}" for t in tags[1:]) \
-        + "".join(f" {'eager/' + t:>8}" for t in tags) + "  max err"
+    head = (f"{'kernel':16} {'shape':12}" + "".join(f" {t + ' ms':>9}" for t in tags)
+            + f" {tags[0] + ' again':>9} {'eager':>9} {'compile':>9}"
+            + "".join(f" {t + '/' + tags[0]:>7}" for t in tags[1:])
+            + "".join(f" {'eager/' + t:>8}" for t in tags) + "  max err")
     print(head)
     for r in rows:
         line = f"{r['kernel']:16} {_tag(r['sizes']):12}" + "".join(f" {r[t + '_ms']:9.4f}" for t in tags)

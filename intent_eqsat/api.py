@@ -401,8 +401,8 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
                         provider=provider, target=res.target, options=res.options, cost=opt.cost,
                         candidates=list(opt.candidates), remarks=list(opt.remarks), report=report, kir=res.kir,
                         constructed=res.constructed, optimizer_status=opt.status,
-                        specializations=dict(res.specializations), launch_resources=dict(opt.launch_resources), kir_text=text,
-                        _optimizer_result=opt.raw)
+                        specializations=dict(res.specializations),
+                        launch_resources=dict(opt.launch_resources), kir_text=text, _optimizer_result=opt.raw)
     if key is not None:
         compile_cache.store(root, key, compile_cache.plain(ck))
     return ck

@@ -109,7 +109,8 @@ def plain(ck: "CompiledKernel") -> dict:
         "constructed": ir.print_module(ck.constructed) if ck.constructed is not None else None,
         "launch_resources": {name: r.as_dict() for name, r in ck.launch_resources.items()},
         "specializations": [{"of": of, "kernel": s.kernel, "values": dict(s.values), "params": s.params,
-                             "launch_resources": s.launch_resources.as_dict() if s.launch_resources is not None else None,
+                             "launch_resources": (s.launch_resources.as_dict()
+                                                  if s.launch_resources is not None else None),
                              "program": ir.print_module(s.module)}
                             for of, specs in ck.specializations.items() for s in specs],
         "cost": cost["total"] if cost else None,
@@ -137,7 +138,8 @@ def restore_fields(data: Mapping[str, Any], *, kir_text: str | None = None, file
     for s in data.get("specializations") or ():
         specs.setdefault(s["of"], []).append(ir.Specialization(
             values=tuple((k, int(v)) for k, v in s["values"].items()), module=ir.parse_module(s["program"]),
-            kernel=s["kernel"], params=s.get("params"), launch_resources=LaunchResources.from_dict(s.get("launch_resources"))))
+            kernel=s["kernel"], params=s.get("params"),
+            launch_resources=LaunchResources.from_dict(s.get("launch_resources"))))
     cost = data.get("cost")
     candidates = []
     for c in data.get("candidates") or ():

@@ -90,7 +90,8 @@ def compile_job(job: dict, on_stage: Callable[[str], None] | None = None) -> dic
         # the launch resources the sources were printed with: beside the program, not in its text (issue 22)
         "launch_resources": {name: r.as_dict() for name, r in opt.launch_resources.items()},
         "specializations": [{"of": of, "kernel": s.kernel, "values": dict(s.values),
-                             "launch_resources": s.launch_resources.as_dict() if s.launch_resources is not None else None,
+                             "launch_resources": (s.launch_resources.as_dict()
+                                                  if s.launch_resources is not None else None),
                              "program": _print_program(s.module)}
                             for of, specs in res.specializations.items() for s in specs],
         "cost": pipeline.cost_total(opt.cost),

@@ -313,8 +313,9 @@ class Specialization:
 class SizeVariant:
     """Another tile binding of a general kernel's program for the launches whose shapes fall in some size buckets
     (issue 24 item 4, ``intent_eqsat.optimizer.size_buckets``): the same structure and ABI with other tile sizes and
-    launch resources, verified on its own. ``module`` holds it as kernel ``kernel``; ``launch_resources`` its launch resources
-    (``intent_eqsat.providers.launch_resources.LaunchResources``, chosen at the sizes it was bound for)."""
+    launch resources, verified on its own. ``module`` holds it as kernel ``kernel``; ``launch_resources`` its
+    launch resources (``intent_eqsat.providers.launch_resources.LaunchResources``, chosen at the sizes it was bound
+    for)."""
 
     index: int
     module: "Module"

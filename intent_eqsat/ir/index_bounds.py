@@ -1,12 +1,13 @@
 """Magnitude bounds of a kernel's index arithmetic, as launch-time expressions (SPEC IR-3.1, PASS-6, TGT-4).
 
-A program launched with ``index_bits 32`` (its launch resources, :mod:`intent_eqsat.providers.launch_resources`) may compute its ``index`` values in 32-bit integers when the launch
-proves that none of them can overflow. This module derives that proof obligation from the program alone: a list of
-LaunchExprs over the kernel's sizes, scalars and strides such that, at any launch where every one of them evaluates
-below ``2**31``, every ``index`` value the program computes -- and every intermediate the providers compute for
-it: element offsets ``coord * stride`` summed over a view's axes, program-coordinate decoding, loop counters one
-step past their bound -- lies in ``(-2**31, 2**31)``. The launch wrapper evaluates them (they are LaunchExprs, so
-host code can, IR-10 invariant 10) and launches the 64-bit program otherwise.
+A program launched with ``index_bits 32`` (its launch resources, :mod:`intent_eqsat.providers.launch_resources`)
+may compute its ``index`` values in 32-bit integers when the launch proves that none of them can overflow. This
+module derives that proof obligation from the program alone: a list of LaunchExprs over the kernel's sizes, scalars
+and strides such that, at any launch where every one of them evaluates below ``2**31``, every ``index`` value the
+program computes -- and every intermediate the providers compute for it: element offsets ``coord * stride`` summed
+over a view's axes, program-coordinate decoding, loop counters one step past their bound -- lies in ``(-2**31,
+2**31)``. The launch wrapper evaluates them (they are LaunchExprs, so host code can, IR-10 invariant 10) and
+launches the 64-bit program otherwise.
 
 The bounds are interval arithmetic on magnitudes: ``|a + b| <= |a| + |b|``, ``|a * b| <= |a| * |b|``, a decoded
 program coordinate is below its segment extent, ``range(N)`` below ``start + N``, a loop variable below its

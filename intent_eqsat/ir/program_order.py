@@ -20,7 +20,8 @@ Declaration (SPEC PASS-1):
   tiles, whose later tiles re-read the earlier ones of the same row, and those ran 2.27x slower on the H200,
   cumsum and cumprod at 4096 x 65536, the same at one tile per row; 2026-12-03, ``bench/scan_order_ab.py``,
   ``bench/results/h200_scan_order_2026-12-03/``. The reuse model below counts only the rows' data that does not
-  depend on ``a``, which is right for attention's keys and values, not for a scan's prefix); how their bounds move with each segment coordinate (index arithmetic over the coordinates: ``add``,
+  depend on ``a``, which is right for attention's keys and values, not for a scan's prefix); how their bounds move
+  with each segment coordinate (index arithmetic over the coordinates: ``add``,
   ``sub``, ``mul``/``floordiv`` by constants or physical parameters, ``min``, ``max``, ``cast``; launch values and
   constants are fixed); the views those loops read, with their shapes and dtypes; the target's L2 size. Runs after
   binding and the range passes (``optimizer.optimize``), with the ``mapping`` group in the rulebooks.

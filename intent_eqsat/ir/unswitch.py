@@ -44,7 +44,8 @@ softmax f32 1.18x, bf16 1.33x, layernorm f32 1.19x, bf16 1.10x faster; rmsnorm, 
 re-read, 0.99x / 1.00x; docs/perf.md).
 
 - Reads: the ``for`` ops directly in an ``execution_group`` region that the provider does not software-pipeline,
-  with their nested loops inlined (``ir.pipelining``: those are the first part's business) and run once under a launch guard: constant lower bound and step, an upper bound from
+  with their nested loops inlined (``ir.pipelining``: those are the first part's business) and run once under a
+  launch guard: constant lower bound and step, an upper bound from
   a ``launch`` of a non-constant LaunchExpr; a step of one only up to a tile count ``ceil_div(N, c)``, c > 1 (a
   step-1 loop over a plain extent such as attention's scalar key loop runs once only for one key: not worth a copy).
 - Legality: two or more of those loops load the same view (what the guarded branch saves is that re-read); no

@@ -32,6 +32,8 @@ class LaunchResources:
     stages: int | None = None
     index_bits: int | None = None
 
+    FIELDS = ("threads", "stages", "index_bits")
+
     def __post_init__(self) -> None:
         for word in ("threads", "stages"):
             v = getattr(self, word)
@@ -47,7 +49,7 @@ class LaunchResources:
         return replace(base, **{k: v for k, v in self.as_dict().items() if v is not None})
 
     def as_dict(self) -> dict[str, int | None]:
-        return {"threads": self.threads, "stages": self.stages, "index_bits": self.index_bits}
+        return {k: getattr(self, k) for k in self.FIELDS}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "LaunchResources | None":
@@ -55,7 +57,7 @@ class LaunchResources:
         cached or hand-written record does not vanish."""
         if data is None:
             return None
-        unknown = set(data) - {"threads", "stages", "index_bits"}
+        unknown = set(data) - set(cls.FIELDS)
         if unknown:
             raise ValueError(f"launch resources: unknown field(s) {', '.join(sorted(unknown))}")
         return cls(**{k: (None if v is None else int(v)) for k, v in data.items()})

@@ -66,8 +66,9 @@ def serialize(module: Module, kernel_name: str, target: "Target | str", params: 
     """cuTile Python source for one kernel (kernel, export signature, grid and launch wrapper), or one of the four
     :class:`~intent_eqsat.providers.errors.Unsupported` kinds from the provider verifier.
 
-    ``launch_resources`` (the kernel's :class:`~intent_eqsat.providers.launch_resources.LaunchResources`) is accepted and not
-    printed: cuTile's compiler chooses threads and pipelining itself, and its index arithmetic is its own.
+    ``launch_resources`` (the kernel's :class:`~intent_eqsat.providers.launch_resources.LaunchResources`) is
+    accepted and not printed: cuTile's compiler chooses threads and pipelining itself, and its index arithmetic
+    is its own.
 
     ``specializations`` (SPEC IR-2, ``kir.specialize``): kernels of KIR specializations of this one, each legalized
     with its own parameters and printed in the same module under its own names (``_D64_KERNEL``,

@@ -99,8 +99,8 @@ class KernelPlan:
     workspace_allocs: dict[str, Op] = field(default_factory=dict)   # private view name -> alloc
     records: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the launch permits 32-bit index arithmetic (``LaunchResources.index_bits`` 32) and these LaunchExprs bound
-    #: every index value (:func:`intent_eqsat.ir.index_bounds.index_bounds`): the launcher picks 32 bits when all are below
-    #: 2**31. None: 64-bit index arithmetic at every launch.
+    #: every index value (:func:`intent_eqsat.ir.index_bounds.index_bounds`): the launcher picks 32 bits when all are
+    #: below 2**31. None: 64-bit index arithmetic at every launch.
     index_bounds: list[LaunchExpr] | None = None
 
     @property
@@ -114,13 +114,14 @@ class KernelPlan:
 
 
 def legalize(module: Module, kernel_name: str, target: "Target | str", params: dict[str, int] | None = None, *,
-             launch_resources: LaunchResources | None = None, num_warps: int | None = None, num_stages: int | None = None,
+             launch_resources: LaunchResources | None = None, num_warps: int | None = None,
+             num_stages: int | None = None,
              max_elements_per_thread: int = MAX_ELEMENTS_PER_THREAD) -> KernelPlan:
     """Run the Triton provider verifier on one kernel; return the plan the serializer prints, or raise one of the
     four :class:`~intent_eqsat.providers.errors.Unsupported` kinds.
 
-    ``launch_resources`` holds the kernel's launch resources chosen beside the program (issue 22 item 3): ``num_warps`` /
-    ``num_stages`` default to its ``threads`` over the target's warp size and its ``stages``, else to
+    ``launch_resources`` holds the kernel's launch resources chosen beside the program (issue 22 item 3):
+    ``num_warps`` / ``num_stages`` default to its ``threads`` over the target's warp size and its ``stages``, else to
     :data:`DEFAULT_WARPS` / :data:`DEFAULT_STAGES`; its ``index_bits`` 32 lets the launcher pick 32-bit index
     arithmetic where the bounds prove it exact (None or 64: 64 bits)."""
     target = get_target(target)

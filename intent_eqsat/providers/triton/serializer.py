@@ -76,8 +76,8 @@ def serialize(module, kernel_name: str, target: "Target | str", params: dict[str
               specializations: "Sequence[Specialization]" = (), size_buckets: "SizeBuckets | None" = None,
               launch_resources: "LaunchResources | None" = None, **legalize_options: Any) -> str:
     """Triton source for one kernel of a module with physical parameters bound (``params`` overrides the declared
-    defaults). ``launch_resources``: the kernel's launch resources chosen beside the program (threads, stages, index width;
-    None: the defaults); ``num_warps`` / ``num_stages`` override them, see :func:`legalize`.
+    defaults). ``launch_resources``: the kernel's launch resources chosen beside the program (threads, stages,
+    index width; None: the defaults); ``num_warps`` / ``num_stages`` override them, see :func:`legalize`.
 
     ``verify`` first runs the shared GPU verifier (SPEC PASS-5) on the module; a program it rejects is a
     :class:`SharedLegalityUnsupported` (chained to the VerificationError). Then the Triton provider verifier runs
