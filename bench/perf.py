@@ -221,6 +221,19 @@ SUITE: tuple[Bench, ...] = (
     *(Bench(name, name.rsplit("_", 1)[0], "memory", _ROWS, _ROW_CHECKS, _ROW_TINY, {"M": 16},
             compile_sizes=_ROWS[0].sizes)
       for name in ("softplus_f32", "bce_logits_f32", "elu_bf16")),
+    # issue 27 items 1-2: reductions to a scalar (losses with reduction="mean", norms, X.sum()), split over programs
+    # in one launch (``split_reduction``), against eager PyTorch and torch.compile
+    *(Bench(name, op, "memory", cases, checks, tiny, probe, compile_sizes=cases[0].sizes)
+      for name, op, cases, checks, tiny, probe in (
+          ("mse_f32", "mse_mean", (Case("32768x32768", {"M": 32768, "N": 32768}),
+                                   Case("4096x4096", {"M": 4096, "N": 4096})),
+           _ROW_CHECKS, _ROW_TINY, {"M": 16}),
+          ("huber_f32", "huber_mean", (Case("32x2048x4096", {"B": 32, "S": 2048, "H": 4096}),),
+           ({"B": 3, "S": 37, "H": 129},), {"B": 2, "S": 3, "H": 7}, {"B": 1}),
+          ("fro_bf16", "fro_norm", (Case("2^28+3", {"N": (1 << 28) + 3}),), ({"N": 100003},), {"N": 77},
+           {"N": 1 << 16}),
+          ("sum_f32", "sum_all", (Case("2^26", {"N": 1 << 26}), Case("2^30", {"N": 1 << 30})), ({"N": 100003},),
+           {"N": 77}, {"N": 1 << 16}))),
     # issue 27 item 1: arg-reductions over the last axis and over a middle axis, against eager torch.argmax/argmin
     # (the ratio's reference) and torch.compile of the same call
     *(Bench(name, op, "memory", cases, checks, tiny, probe, compile_sizes=cases[0].sizes)
@@ -368,6 +381,10 @@ REFERENCES = _References({
     "bce_logits": lambda torch, i, s, c: torch.nn.functional.binary_cross_entropy_with_logits(
         i["X"], i["T"], reduction="none"),
     "elu": lambda torch, i, s, c: torch.nn.functional.elu(i["X"]),
+    "mse_mean": lambda torch, i, s, c: torch.nn.functional.mse_loss(i["X"], i["T"]),
+    "huber_mean": lambda torch, i, s, c: torch.nn.functional.huber_loss(i["X"], i["T"], delta=1.0),
+    "fro_norm": lambda torch, i, s, c: torch.linalg.vector_norm(i["X"]),
+    "sum_all": lambda torch, i, s, c: i["X"].sum(),
 })
 
 
@@ -399,11 +416,20 @@ def _native_fn(torch, op: str, causal: bool):
         return lambda X, T: F.binary_cross_entropy_with_logits(X, T, reduction="none")
     if op == "elu":
         return lambda X: F.elu(X)
+    if op == "mse_mean":
+        return lambda X, T: F.mse_loss(X, T)
+    if op == "huber_mean":
+        return lambda X, T: F.huber_loss(X, T, delta=1.0)
+    if op == "fro_norm":
+        return lambda X: torch.linalg.vector_norm(X.float())
+    if op == "sum_all":
+        return lambda X: X.sum()
     raise KeyError(op)
 
 
 #: ops whose ratio's reference is eager PyTorch (issue 27's target), torch.compile reported beside it
-EAGER_FIRST = ("argmax_rows", "argmin_rows", "argmax_mid", "softplus", "bce_logits", "elu")
+EAGER_FIRST = ("argmax_rows", "argmin_rows", "argmax_mid", "softplus", "bce_logits", "elu", "mse_mean", "huber_mean",
+               "fro_norm", "sum_all")
 
 
 def anchor_names(op: str, interpret: bool) -> list[str]:
@@ -439,7 +465,8 @@ def anchors(torch, op: str, causal: bool, interpret: bool) -> list[tuple[str, ob
     fn = _native_fn(torch, op, causal)
     names = {"softmax": ("X",), "row_sum": ("X",), "cumsum": ("X",), "layernorm": ("X", "gamma", "beta"),
              "rmsnorm": ("X", "w"), "argmax_rows": ("X",), "argmin_rows": ("X",), "argmax_mid": ("X",),
-             "softplus": ("X",), "bce_logits": ("X", "T"), "elu": ("X",)}[op]
+             "softplus": ("X",), "bce_logits": ("X", "T"), "elu": ("X",), "mse_mean": ("X", "T"),
+             "huber_mean": ("X", "T"), "fro_norm": ("X",), "sum_all": ("X",)}[op]
 
     def call(f):
         return lambda i, s: f(*[i[n] for n in names], *s.values())

@@ -1192,6 +1192,10 @@ def _access_problem(op: Op) -> str | None:
     if op.name in ("buffer_load", "buffer_store"):
         if not isinstance(rt, BufferType):
             return f"{op.name} accesses a buffer, but %{resource.name} is {_tstr(rt)}"
+    elif op.name in ATOMIC_ACCESSES and isinstance(rt, BufferType):
+        if rt.scope != "workspace":   # SPEC IR-4.4: only a workspace is shared by program instances
+            return f"{op.name} on %{resource.name} {_tstr(rt)}: atomics reach a view or a workspace buffer, " \
+                   "not a program- or iteration-private buffer"
     elif not isinstance(rt, ViewType):
         return f"{op.name} accesses a view, but %{resource.name} is {_tstr(rt)}"
     if len(coords) != rt.rank:
@@ -1403,6 +1407,59 @@ def _region_problem(op: Op) -> tuple[Op | None, str] | None:
     return None
 
 
+def _under_ticket_guard(info: _KernelInfo, op: Op, labels: dict[str, frozenset],
+                        buffers: dict[str, Type]) -> bool:
+    """Whether ``op`` runs inside ``if(cmp eq(t, c))`` where ``t`` is a *ticket*: the old value of
+    ``atomic_rmw{kind = add}(ctr, <constant coordinates>, 1)`` on a workspace buffer initialized to 0, executed
+    once by every program instance (outside any loop or ``if`` of its group) and the only write of that buffer;
+    and ``c`` is the same for every instance (it reads no program coordinate). Each instance then draws a distinct
+    ticket, so at most one instance sees ``t == c``: the last-arriver pattern of a split reduction (SPEC IR-9:
+    instances meet only through atomics; no barrier). The conflict check exempts writes under such a guard."""
+    for anc in info.ancestors(op):
+        if anc.name != "if" or not anc.operands:
+            continue
+        cond = info.def_op.get(anc.operands[0].name)
+        if cond is None or cond.name != "cmp" or cond.attrs.get("pred") != "eq" or len(cond.operands) != 2:
+            continue
+        for t, c in (cond.operands, cond.operands[::-1]):
+            if _is_ticket(info, t, buffers) and not labels.get(c.name):
+                return True
+    return False
+
+
+def _is_ticket(info: _KernelInfo, v: Value, buffers: dict[str, Type]) -> bool:
+    rmw = info.def_op.get(v.name)
+    if rmw is None or rmw.name != "atomic_rmw" or rmw.attrs.get("kind") != "add" or rmw.attrs.get("valid"):
+        return False
+    ctr = rmw.operands[0]
+    bt = buffers.get(ctr.name)
+    alloc = info.def_op.get(ctr.name)
+    if not (isinstance(bt, BufferType) and bt.scope == "workspace" and alloc is not None
+            and alloc.attrs.get("init") == 0):
+        return False
+    coords, one = rmw.operands[1:-1], rmw.operands[-1]
+    if not all(_const_value(info, c) is not None for c in coords) or _const_value(info, one) != 1:
+        return False
+    if any(a.name in ("for", "while", "if") for a in _until_group(info, rmw)):
+        return False                       # drawn exactly once per instance
+    writers = [o for o in info.ops if o.name in WRITE_ACCESSES and o.operands and o.operands[0].name == ctr.name]
+    return writers == [rmw]
+
+
+def _until_group(info: _KernelInfo, op: Op) -> Iterator[Op]:
+    for a in info.ancestors(op):
+        if a.name == "execution_group":
+            return
+        yield a
+
+
+def _const_value(info: _KernelInfo, v: Value) -> Any:
+    d = info.def_op.get(v.name)
+    if d is None or d.name != "const" or not isinstance(v.type, ScalarType):
+        return None
+    return d.attrs.get("value")
+
+
 # ================================================================================================ invariant 7
 
 @_check("buffers", 7, "buffers")
@@ -1414,7 +1471,7 @@ def check_buffers(ctx: _Ctx) -> Errors:
     name none;
     a ``program`` buffer is allocated outside loops of its execution group (initialized exactly once per
     instance) and an ``iteration`` buffer inside one; a buffer value is used only as the resource of
-    buffer_load/buffer_store (it never escapes its region); a ``first_write`` buffer is stored before any load in
+    buffer_load/buffer_store, or of atomics for a workspace (it never escapes its region); a ``first_write`` buffer is stored before any load in
     program order.
     """
     for info in ctx.infos:
@@ -1460,9 +1517,11 @@ def check_buffers(ctx: _Ctx) -> Errors:
                 for i, v in enumerate(use.operands):
                     if v.name != buf.name:
                         continue
-                    if use.name not in ("buffer_load", "buffer_store") or i != 0:
+                    reaches = ("buffer_load", "buffer_store") + (ATOMIC_ACCESSES if bt.scope == "workspace" else ())
+                    if use.name not in reaches or i != 0:
                         yield ctx.err(7, f"buffer %{buf.name} escapes: used as operand {i} of {use.name}; a "
-                                         "buffer is only the resource of buffer_load/buffer_store", info, use)
+                                         "buffer is only the resource of buffer_load/buffer_store (and of atomics "
+                                         "for a workspace)", info, use)
                     elif first is None:
                         first = use
             if init == "first_write" and first is not None and first.name == "buffer_load":
@@ -1697,6 +1756,8 @@ def check_conflicts(ctx: _Ctx) -> Errors:
             if parts is None:
                 continue
             dep = set().union(*(labels.get(c.name, frozenset()) for c in parts[1])) if parts[1] else set()
+            if _under_ticket_guard(info, op, labels, buffers):
+                continue  # at most one program instance runs it (the last arriver)
             group = info.enclosing_group(op)
             if group is None:
                 n = _static_count((k.space.grid,))

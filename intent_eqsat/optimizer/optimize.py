@@ -123,7 +123,7 @@ class Candidate:
     #: the launch resources of the bound kernel, chosen the way the optimizer chose its pick's
     _resources: Callable[[Kernel], LaunchResources | None] | None = field(default=None, repr=False)
     #: the post-extraction groups of a bound kernel (``_pass_runner``), as the optimizer ran them on its pick
-    _finish: Callable[[Kernel], Kernel] | None = field(default=None, repr=False)
+    _finish: Callable[..., Kernel] | None = field(default=None, repr=False)
     #: its named cost terms, for the best other binding of the chosen program (None for the others: their
     #: totals are the extractor's, not the binding model's)
     breakdown: dict[str, float] | None = None
@@ -148,6 +148,8 @@ class Candidate:
         launch = None
         if not TILES.used(k):
             # resources are costed on one copy of each loop body, before the ranges are narrowed (as the pick's)
+            if self._finish is not None:
+                k = self._finish(k, early=True)
             if self._resources is not None:
                 launch = self._resources(k)
             if self._finish is not None:
@@ -387,18 +389,22 @@ def _binding_cost(cost: Any, target: str, tile_defaults: dict[str, int]) -> Call
 OnPass = Callable[[P.PassGroup, Kernel, Kernel, float], None]
 
 
-def _pass_runner(selected: Sequence[P.PassGroup], options: CompileOptions,
-                 l2_bytes: int) -> Callable[..., Kernel]:
+def _pass_runner(selected: Sequence[P.PassGroup], options: CompileOptions, l2_bytes: int,
+                 cost: Callable[[Kernel], float] | None = None) -> Callable[..., Kernel]:
     """The post-extraction groups that run on a bound kernel, in ORDER (:mod:`intent_eqsat.optimizer.passes`):
     with ``narrowing`` selected its range narrowing (``range_skip``, then ``tail_split``), then
     ``unswitch_single_trip`` on the final loop structure, ``unswitch_siblings`` with ``remat``, and last
     ``program_order`` with ``mapping``. ``finish(kernel, on_pass=None)``; the optimizer's pick passes ``on_pass``
-    to verify and report each group, candidates and size-bucket variants run them plainly (verified as a whole)."""
-    ctx = P.PassContext(options, l2_bytes)
+    to verify and report each group, candidates and size-bucket variants run them plainly (verified as a whole).
+    ``early=True`` runs the groups ordered before ``passes.RESOURCES_ORDER`` (``split_reduction``: they change what
+    the launch resources are chosen for), ``early=False`` the rest."""
+    ctx = P.PassContext(options, l2_bytes, cost)
     runnable = [p for p in selected if p.run is not None]
 
-    def finish(kernel: Kernel, on_pass: OnPass | None = None) -> Kernel:
+    def finish(kernel: Kernel, on_pass: OnPass | None = None, *, early: bool = False) -> Kernel:
         for p in runnable:
+            if (p.order < P.RESOURCES_ORDER) != early:
+                continue
             t0 = time.perf_counter()
             after = p.run(kernel, ctx)
             if on_pass is not None:
@@ -472,6 +478,7 @@ def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, 
     for i in range(1, len(plan.bindings)):
         env = dict(plan.envs[i])
         tiled = TILES.bind(decoded, dict(plan.bindings[i]), module)
+        tiled = finish(tiled, early=True)
         launch = _resource_binder(model_at(env), target)(tiled)
         bound = finish(tiled)
         bound = replace(bound, name=f"{decoded.name}__bucket{i}")
@@ -605,7 +612,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         res.remarks.append(remark)
     best_cost, best = ranked[0]
     resources = _resource_binder(cost, target)
-    finish = _pass_runner(passes, options, tgt.l2_bytes)
+    finish = _pass_runner(passes, options, tgt.l2_bytes, lambda k: cost_at(k, {}))
 
     def on_pass(group: P.PassGroup, before: Kernel, after: Kernel, seconds: float) -> None:
         """Verify and report one post-extraction group (SPEC PASS-2: after each group the program is verified,
@@ -628,6 +635,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     t0 = time.perf_counter()
     tiled = TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))
     on_pass(P.get("tile_binding"), decoded, tiled, time.perf_counter() - t0)
+    tiled = finish(tiled, on_pass, early=True)
     # the launch resources beside the program (issue 22 item 3): the model's, a tuning file's measured launch over them
     launch = resources(tiled)
     if measured is not None and (measured.threads or measured.stages or measured.index_bits):

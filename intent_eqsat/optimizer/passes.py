@@ -2,7 +2,8 @@
 STYLE "every transformation is a declared group", SPEC PASS-1 / PASS-2).
 
 The optimizer extracts one program from the e-graph and then changes it in Python: it binds the tile parameters
-(``tile_binding``), narrows loop ranges (``range_skip``,
+(``tile_binding``), splits one-program reductions over programs (``split_reduction``), narrows loop ranges
+(``range_skip``,
 ``tail_split``), unswitches loops that run once under a launch guard (``unswitch_single_trip``,
 ``unswitch_siblings``) and orders the programs (``program_order``). Each of them is a :class:`PassGroup` here:
 
@@ -36,6 +37,9 @@ from intent_eqsat.rules.registry import HEADINGS, Declaration, RulebookError, _r
 
 #: where the post-extraction groups start in the PASS-3 order (every rule group's ORDER is below it)
 FIRST_PASS_ORDER = 100
+#: groups below this ORDER run before the launch resources are chosen: they change what the resources serve (the
+#: program count and fragment shapes); the later ones narrow ranges of a program whose resources are chosen
+RESOURCES_ORDER = 108
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class PassContext:
 
     options: CompileOptions
     l2_bytes: int
+    #: the cost model's price of a bound kernel at the compile sizes (None: no model, e.g. ``opt --group``)
+    cost: Callable[[Kernel], float] | None = None
 
     @property
     def relaxed(self) -> bool:
@@ -118,7 +124,8 @@ def _location(fn: Callable) -> str:
 
 
 def _build() -> tuple[PassGroup, ...]:
-    from intent_eqsat.ir import program_order, range_skip, tail_split, unswitch
+    from intent_eqsat.ir import program_order, range_skip, split_reduction, tail_split, unswitch
+    from intent_eqsat.ir.split_reduction import split_scalar_reductions
     from intent_eqsat.ir.program_order import order_by_work
     from intent_eqsat.ir.range_skip import narrow_lane_ranges
     from intent_eqsat.ir.tail_split import split_tile_tails
@@ -135,6 +142,9 @@ def _build() -> tuple[PassGroup, ...]:
     return (
         make("tile_binding", 100, tiles, bind, "each tile parameter becomes the literal of the best-costed binding",
              None, None, after="Declaration of the ``tile_binding`` group"),
+        make("split_reduction", 105, split_reduction, split_scalar_reductions,
+             "a one-program reduction is split over programs; the last to finish combines the partials",
+             "reduction", lambda k, ctx: split_scalar_reductions(k, ctx.cost)),
         make("range_skip", 110, range_skip, narrow_lane_ranges,
              "a loop's all-true iterations run unchecked; an all-false end that changes nothing is removed",
              "narrowing", lambda k, ctx: narrow_lane_ranges(k, ctx.relaxed)),
@@ -192,5 +202,5 @@ def select(rule_groups: Sequence[str], named: Sequence[str] = (), *, every: bool
             if every or p.name in named or p.with_group is None or p.with_group in chosen]
 
 
-__all__ = ["PassGroup", "PassContext", "FIRST_PASS_ORDER", "all_passes", "names", "get", "select", "split_names",
+__all__ = ["PassGroup", "PassContext", "FIRST_PASS_ORDER", "RESOURCES_ORDER", "all_passes", "names", "get", "select", "split_names",
            "declaration_of"]

@@ -1373,7 +1373,15 @@ class _Printer:
     def _sem(self, op: Op) -> str:
         return f"sem={SEMS[op.attrs['order']]!r}, scope={SCOPES[op.attrs['domain']]!r}"
 
+    def _release_fence(self, op: Op) -> None:
+        """An IR atomic belongs to the program instance, so its release order covers every earlier write of the
+        program (SPEC IR-6 memory order); Triton issues a scalar atomic from one thread, so the other threads'
+        writes are first made to precede it with a program-wide barrier."""
+        if op.attrs.get("order") in ("release", "acq_rel"):
+            self.emit("tl.debug_barrier()  # the program's earlier writes precede the release")
+
     def op_atomic_rmw(self, op: Op) -> None:
+        self._release_fence(op)
         ptr, payload, vld, ashape = self._access_parts(op)
         dt = self._view_of(op).value.type.dtype
         m = self._checked_mask(op, vld, ashape) or (self.var(vld) if vld is not None else None)
@@ -1385,6 +1393,7 @@ class _Printer:
             self.emit(f"{res} = tl.where({m}, {res}, {number_literal(0, dt)})")
 
     def op_atomic_cas(self, op: Op) -> None:
+        self._release_fence(op)
         ptr, payload, vld, _ = self._access_parts(op)
         dt = self._view_of(op).value.type.dtype
         res = self.var(op.result)
@@ -1413,6 +1422,7 @@ class _Printer:
             self.emit(f"{res} = tl.where({self.var(vld)}, {res}, {self._fill(op, dt)})")
 
     def op_atomic_store(self, op: Op) -> None:
+        self._release_fence(op)
         ptr, payload, vld, _ = self._access_parts(op)
         dt = self._view_of(op).value.type.dtype
         mask = f", mask={self.var(vld)}" if vld is not None else ""

@@ -39,7 +39,7 @@ def planted(monkeypatch):
 
 def test_every_pass_is_declared_listed_and_ordered_after_the_rule_groups():
     rule_groups = registry.load().groups
-    assert P.names() == ["tile_binding", "range_skip", "tail_split", "unswitch_single_trip",
+    assert P.names() == ["tile_binding", "split_reduction", "range_skip", "tail_split", "unswitch_single_trip",
                          "unswitch_siblings", "program_order"]
     assert not set(P.names()) & {g.name for g in rule_groups}
     assert min(p.order for p in P.all_passes()) >= P.FIRST_PASS_ORDER > max(g.order for g in rule_groups)
@@ -83,7 +83,7 @@ def test_the_report_counts_and_times_the_passes_beside_the_rule_groups():
 
 def test_passes_follow_their_rule_group_or_their_own_name():
     blocked = optimizer.optimize(_program("softmax"), target="sm90", groups=["blocking", "reduction"])
-    assert blocked.report["groups"] == ["blocking", "reduction", "tile_binding",
+    assert blocked.report["groups"] == ["blocking", "reduction", "tile_binding", "split_reduction",
                                         "unswitch_single_trip"]
     named = optimizer.optimize(_program("softmax"), target="sm90", groups=["blocking", "reduction",
                                                                             "unswitch_siblings"])
