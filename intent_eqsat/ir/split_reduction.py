@@ -12,15 +12,24 @@ of ``log2(LANES)`` levels, then the ``P`` partials in a tree: the error bound is
 ``(n / (P * LANES) + 2 log2(LANES)) * u * sum|x|`` (u = 2^-24), not ``n * u * sum|x|`` (docs/kir.md). The result
 is the same bits on every run (the partials and their combination have a fixed order; no float atomics).
 
+A second form takes a reduction whose kept extent does not fill the GPU (per-channel BatchNorm statistics of
+``C = 64`` channels, the column sums of a tall matrix, a cross-entropy mean whose members are row logsumexps and so
+do not lift to lanes): its outermost loop is chunked over a new last program axis of ``S`` programs, ``S`` the
+cost model's cheapest of ``CHUNK_COUNTS``; each segment program's chunks draw tickets from their own counter
+element.
+
 Declaration (SPEC PASS-1):
 
-- Reads: execution groups of one program (a segment with no extents, or extents all 1) of a kernel without
-  grid-stride traversal; at the group's top level, *reduction nests*: ``for`` loops of step 1 with one float scalar
+- Reads: execution groups of a kernel without grid-stride traversal. Lane form: groups of one program (a segment
+  with no extents); at the group's top level, *reduction nests*: ``for`` loops of step 1 with one float scalar
   carry, either marked ``reduce = c`` (c in add, mul, max, min) with a body ``yield(c(carried, x))``, or a loop
   whose body is only such a nest started from its carried value (``sum(i, j: ..)`` is a loop over ``i`` threading
   its total through the loop over ``j``); bounds that are ``launch`` or ``const`` values (LaunchExprs) defined
-  outside the nest; the member ``x``'s ops; the views the member reads; the cost model (``PassContext.cost``) of
-  the kernel before and after.
+  outside the nest; the member ``x``'s ops; the views the member reads. Chunk form: any row-major group's
+  top-level *reduction chains*: a ``for`` with one float carry (a scalar or a rank-1 fragment), constant step and
+  LaunchExpr bounds, marked ``reduce = c`` or threading its carry through such a chain in its body (other body ops
+  do not read the carry), writing nothing. Both: the cost model (``PassContext.cost``) of the kernel before and
+  after (the chunk form only runs with a model).
 - Legality: the nest's combine is an ordinary reduction (associative, commutative; its members independent of the
   carried value: the ``reduce`` mark the verifier checks), so its members may be regrouped (PASS-4); every member
   lifts to a ``LANES``-wide fragment (element-wise ops, casts, selects, compares, constants, loads and gathers of
@@ -28,15 +37,23 @@ Declaration (SPEC PASS-1):
   values); no nest reads a value another nest or a later op computes; the group's other ops run after the nests
   (they read the nests' results and write the outputs). The last-arriver ticket makes those writes happen once:
   each program draws ``atomic_rmw add`` of 1 on a counter initialized to 0 by the launcher, so exactly one draws
-  ``P - 1`` (the verifier's ticket guard, ``ir.verify._under_ticket_guard``). Applied only when the cost model
-  prices the split kernel below the original (always when no model is given).
+  ``P - 1`` (the verifier's ticket guard, ``ir.verify._ticket_exempt``). Chunk form: the chain's combiner is an
+  ordinary reduction over the outer loop's iterations (each iteration's inner reduction starts from the carried
+  value), so chunks of the outer range may be reduced apart and combined (PASS-4); the chunk size is a multiple of
+  the step (tiles stay aligned); a segment program's chunks share a counter element indexed by its row-major
+  coordinate. Applied only when the cost model prices the split kernel below the original (the lane form runs
+  without a model).
 - Rewrites: the group's segment becomes ``[P]`` with ``P = max(1, min(ceil_div(n, LANES * MIN_TILES),
   MAX_PROGRAMS))``, ``n`` the nest's member count (the product of its extents); program ``p`` runs the members
   ``[p * C, min(n, (p + 1) * C))``, ``C = ceil_div(ceil_div(n, P), LANES) * LANES``, ``LANES`` at a time (the
   nest's indices decoded from the flat member index by div/mod; lanes past the chunk take the identity and load
   nothing), combines its lanes with ``reduce``, stores the partial into a workspace buffer ``[P]`` (a new private
   ABI view), draws a ticket, and the program with ticket ``P - 1`` reads the partials (``atomic_load`` acquire)
-  and combines them with the nest's initial value, then runs the group's other ops on the totals.
+  and combines them with the nest's initial value, then runs the group's other ops on the totals. Chunk form: the
+  segment gains a last extent ``S``; chunk ``s`` runs the outer loop over ``[lb + s * Z, min(ub, lb + (s + 1) *
+  Z))``, ``Z = ceil_div(ceil_div(ub - lb, S), step) * step``, from the identity, stores its partial into a
+  workspace ``[K, S, ...]`` (``K`` the segment's programs), and the last chunk of a segment program folds the ``S``
+  partials in chunk order from the chain's initial value.
 - Preserves: the value of every reduction up to regrouping of its members, its combiner, dtype and NaN behaviour
   (max/min propagate NaN in every grouping); the public ABI and every output's writes (once, by the last program);
   the compile options. One launch: the workspace and the ticket counter are private ABI views the launcher
@@ -66,6 +83,8 @@ LANES = 4096
 MIN_TILES = 1
 #: at most this many programs (<= LANES: the last program combines every partial in one fragment)
 MAX_PROGRAMS = 1024
+#: the program counts a reduction's outer loop may be chunked into (the second form; the cost model picks one)
+CHUNK_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 COMBINERS = ("add", "mul", "max", "min")
 _IDENTITY = {"add": 0.0, "mul": 1.0, "max": float("-inf"), "min": float("inf")}
 _FLOATS = ("f16", "bf16", "f32", "f64")
@@ -98,16 +117,30 @@ class _Nest:
 
 
 def split_scalar_reductions(kernel: Kernel, cost: Callable[[Kernel], float] | None = None) -> Kernel:
-    """``kernel`` with each one-program group's top-level reductions split across programs (the module docstring);
-    kept only where ``cost`` (the model's price of a kernel) says the split kernel is cheaper."""
+    """``kernel`` with its groups' top-level reductions split across programs (the module docstring): a
+    one-program group whose members lift is flattened and lane-blocked (:func:`_split_segment`); any other group
+    whose reductions' outer loops may be chunked gets a new program axis of ``S`` chunks
+    (:func:`_split_outer`), ``S`` the cheapest of :data:`CHUNK_COUNTS` by ``cost``. Each split is kept only where
+    ``cost`` (the model's price of a kernel) says the kernel is cheaper; without a model only the first form
+    runs."""
     if kernel.space.launch is not None:
         return kernel
     out = kernel
     names = FreshNames(kernel)
     for si, seg in enumerate(kernel.space.segments):
-        if not all(static_extent(e) == 1 for e in seg.extents):
-            continue
-        split = _split_segment(out, si, names)
+        split = None
+        if all(static_extent(e) == 1 for e in seg.extents):
+            split = _split_segment(out, si, names)
+        if split is None and cost is not None:
+            best, best_cost = None, cost(out)
+            for chunks in CHUNK_COUNTS:
+                cand = _split_outer(out, si, names, chunks)
+                if cand is None:
+                    break
+                c = cost(cand)
+                if c < best_cost:
+                    best, best_cost = cand, c
+            split = best
         if split is not None:
             out = split
     if out is kernel or (cost is not None and not cost(out) < cost(kernel)):
@@ -137,19 +170,30 @@ def _launch_value(v: Value, defs: dict[str, Op]) -> LaunchExpr | None:
     return None
 
 
-def _nest(op: Op, defs: dict[str, Op], carried_in: Value | None = None) -> _Nest | None:
-    """The reduction nest rooted at ``op`` (None when it is not one)."""
+def _one_carry_loop(op: Op, defs: dict[str, Op],
+                    carried_in: Value | None) -> tuple[LaunchExpr, LaunchExpr, Const] | None:
+    """(lb, ub, step) of a ``for`` with one float carry (started from ``carried_in`` when given), LaunchExpr bounds
+    and a positive constant step; None for any other op."""
     if op.name != "for" or len(op.operands) != 4 or len(op.results) != 1 or not op.regions:
         return None
     if carried_in is not None and op.operands[3].name != carried_in.name:
         return None
     t = op.results[0].type
-    if not (isinstance(t, ScalarType) and t.dtype in _FLOATS):
+    if not (isinstance(t, (ScalarType, FragmentType)) and t.dtype in _FLOATS):
         return None
     lb, ub = _launch_value(op.operands[0], defs), _launch_value(op.operands[1], defs)
     step = _launch_value(op.operands[2], defs)
-    if lb is None or ub is None or step != Const(1):
+    if lb is None or ub is None or not isinstance(step, Const) or int(step.value) < 1:
         return None
+    return lb, ub, step
+
+
+def _nest(op: Op, defs: dict[str, Op], carried_in: Value | None = None) -> _Nest | None:
+    """The reduction nest rooted at ``op`` (None when it is not one)."""
+    bounds = _one_carry_loop(op, defs, carried_in)
+    if bounds is None or bounds[2] != Const(1) or not isinstance(op.results[0].type, ScalarType):
+        return None
+    lb, ub, _ = bounds
     body = op.regions[0]
     iv, carried = body.args
     ops = body.ops
@@ -191,6 +235,28 @@ def _reads(ops: list[Op]) -> set[str]:
 
 
 # ------------------------------------------------------------------------------------------------ rewriting
+
+def _partition(region: Region, loops: list[Op], pure_cats: tuple[str, ...]) -> tuple[list[Op], list[Op]] | None:
+    """(the group's pure ops that read no loop result: every program runs them first; the other ops: the last
+    program runs them on the totals), or None when a loop reads a value of the second kind."""
+    loop_ids = {id(op) for op in loops}
+    later: set[str] = {op.results[0].name for op in loops}
+    pre: list[Op] = []
+    rest: list[Op] = []
+    for op in region.ops[:-1]:
+        if id(op) in loop_ids:
+            continue
+        pure = op.name in SPECS and SPECS[op.name].category in pure_cats and not op.regions
+        if pure and not any(v.name in later for v in op.operands):
+            pre.append(op)
+        else:
+            rest.append(op)
+            later.update(v.name for v in op.results)
+    if any(_reads([op]) & later for op in loops):
+        return None
+    return pre, rest
+
+
 
 class _Builder:
     """Appends ops with fresh names (``names``) to ``ops``."""
@@ -284,42 +350,29 @@ def _identity(dtype: str, comb: str) -> float:
     return _IDENTITY[comb]
 
 
+def _group_index(kernel: Kernel, si: int) -> int | None:
+    """The body position of segment ``si``'s execution group."""
+    return next((i for i, op in enumerate(kernel.body.ops)
+                 if op.name == "execution_group" and op.attrs.get("segment") == si), None)
+
+
 def _split_segment(kernel: Kernel, si: int, names: FreshNames) -> Kernel | None:
     body = kernel.body
-    gi = next((i for i, op in enumerate(body.ops)
-               if op.name == "execution_group" and op.attrs.get("segment") == si), None)
+    gi = _group_index(kernel, si)
     if gi is None:
         return None
     group = body.ops[gi]
     region = group.regions[0]
     defs = _defs(body, {})
     abi = {a.name: a for a in kernel.abi}
-    nests: list[_Nest] = []
-    nest_ops: set[int] = set()
-    for op in region.ops:
-        n = _nest(op, defs)
-        if n is not None:
-            nests.append(n)
-            nest_ops.add(id(op))
+    nests = [n for n in (_nest(op, defs) for op in region.ops) if n is not None]
     if not nests:
         return None
     # pure ops that read no nest result run first (the nests may read them); the others run in the last program
-    nest_results = {n.outer.results[0].name for n in nests}
-    later: set[str] = set(nest_results)
-    pre: list[Op] = []
-    rest: list[Op] = []
-    for op in region.ops[:-1]:
-        if id(op) in nest_ops:
-            continue
-        pure = op.name in SPECS and SPECS[op.name].category in ("const",) + _LIFTABLE and not op.regions
-        if pure and not any(v.name in later for v in op.operands):
-            pre.append(op)
-        else:
-            rest.append(op)
-            later.update(v.name for v in op.results)
-    for n in nests:
-        if _reads([n.outer]) & later:
-            return None
+    parts = _partition(region, [n.outer for n in nests], ("const",) + _LIFTABLE)
+    if parts is None:
+        return None
+    pre, rest = parts
     if region.args:                      # a one-program segment with extents [1, ...]: left as it is
         return None
     lanes = LANES
@@ -449,4 +502,161 @@ def _partial(n: _Nest, count: LaunchExpr, programs: LaunchExpr, p: Value, b: _Bu
                 {"axes": (0,), "combine": n.combine, "identity": (ident,)}, "partial")
 
 
-__all__ = ["split_scalar_reductions", "LANES", "MIN_TILES", "MAX_PROGRAMS"]
+# ------------------------------------------------------------------------------------------ the outer split
+
+@dataclass
+class _Chain:
+    """A reduction chain: an outer ``for`` whose carried value is combined with ``combine`` over its iterations
+    (a ``reduce``-marked loop, or a loop threading its carry through such a chain in its body)."""
+
+    outer: Op
+    combine: str
+    bounds: tuple[LaunchExpr, LaunchExpr, int]       # lb, ub, step
+
+
+_WRITES = ("store", "scatter", "scatter_reduce", "atomic_rmw", "atomic_cas", "atomic_store", "buffer_store",
+           "alloc")
+
+
+def _chain(op: Op, defs: dict[str, Op], carried_in: Value | None = None) -> _Chain | None:
+    bounds = _one_carry_loop(op, defs, carried_in)
+    t = op.results[0].type if bounds is not None else None
+    if bounds is None or (isinstance(t, FragmentType) and len(t.shape) > 1):
+        return None
+    lb, ub, step = bounds
+    if any(o.name in _WRITES for o in _walk(op.regions[0].ops)):
+        return None
+    comb = op.attrs.get("reduce")
+    if comb in COMBINERS:
+        return _Chain(op, comb, (lb, ub, int(step.value)))
+    body = op.regions[0]
+    carried = body.args[1]
+    last = body.ops[-1]
+    if last.name != "yield" or len(last.operands) != 1:
+        return None
+    inner = defs.get(last.operands[0].name)
+    if inner is None or not any(o is inner for o in body.ops):
+        return None
+    others = [o for o in body.ops[:-1] if o is not inner]
+    if any(carried.name in {v.name for v in o.operands} for o in _walk(others)):
+        return None
+    sub = _chain(inner, defs, carried)
+    return None if sub is None else _Chain(op, sub.combine, (lb, ub, int(step.value)))
+
+
+def _walk(ops: list[Op]):
+    for o in ops:
+        yield o
+        for r in o.regions:
+            yield from _walk(r.ops)
+
+
+def _split_outer(kernel: Kernel, si: int, names: FreshNames, chunks: int) -> Kernel | None:
+    """The group of segment ``si`` with a new last program axis of ``chunks`` programs: each chunk runs its share of
+    every top-level reduction chain's outer loop from the identity and stores the partial into a workspace
+    ``[K, chunks, ...]`` (``K`` the segment's programs); the last of a segment program's chunks to draw a ticket
+    from its counter element combines the partials in chunk order and runs the group's other ops."""
+    body = kernel.body
+    gi = _group_index(kernel, si)
+    if gi is None:
+        return None
+    group = body.ops[gi]
+    region = group.regions[0]
+    seg = kernel.space.segments[si]
+    if seg.order != "row_major" or len(region.args) != len(seg.extents):
+        return None
+    defs = _defs(body, {})
+    chains = [c for c in (_chain(op, defs) for op in region.ops) if c is not None]
+    if not chains:
+        return None
+    parts = _partition(region, [c.outer for c in chains], ("const", "shape") + _LIFTABLE)
+    if parts is None:
+        return None
+    pre, rest = parts
+    out: list[Op] = list(pre)
+    b = _Builder(names, out)
+    s_arg = Value(names.fresh("chunk"), INDEX)
+    kept = list(region.args)
+    # the segment program's linear index (the counter element and the workspace row)
+    if kept:
+        k_lin = kept[0]
+        for arg, ext in zip(kept[1:], seg.extents[1:]):
+            k_lin = b.op("add", [b.op("mul", [k_lin, b.launch(ext, "extent")], INDEX, base="k"), arg], INDEX,
+                         base="k")
+    else:
+        k_lin = b.const(0, INDEX, "k")
+    n_kept = _product(list(seg.extents))
+    new_abi = list(kernel.abi)
+    abi_names = {a.name for a in kernel.abi}
+
+    def private(base: str, ty: ViewType) -> str:
+        name, k = base, 0
+        while name in abi_names:
+            k += 1
+            name = f"{base}_{k}"
+        abi_names.add(name)
+        new_abi.append(AbiArg(Value(name, ty), "readwrite", private=True))
+        return name
+
+    partials = []
+    for c in region.ops[:-1]:
+        chain = next((ch for ch in chains if ch.outer is c), None)
+        if chain is None:
+            continue
+        lb, ub, step = chain.bounds
+        t = c.results[0].type
+        ident = _IDENTITY[chain.combine]
+        size = BinOp("*", ceil_div(ceil_div(BinOp("-", ub, lb), Const(chunks)), Const(step)), Const(step))
+        lo = b.op("add", [b.launch(lb, "lb"), b.op("mul", [s_arg, b.launch(size, "chunk")], INDEX, base="lo")],
+                  INDEX, base="lo")
+        hi = b.op("min", [b.op("add", [lo, b.launch(size, "chunk")], INDEX, base="hi"), b.launch(ub, "ub")], INDEX,
+                  base="hi")
+        init = b.const(ident, t, "identity")
+        part = Value(names.fresh(c.results[0].name), t)
+        b.ops.append(replace(c, operands=[lo, hi, c.operands[2], init], results=[part]))
+        shape = tuple(t.shape) if isinstance(t, FragmentType) else ()
+        ws_name = private(f"partials{si}", ViewType(t.dtype, (n_kept, Const(chunks)) + shape))
+        ws = b.op("alloc", [], BufferType(t.dtype, (n_kept, Const(chunks)) + shape, "workspace"),
+                  {"arg": ws_name, "init": "first_write"}, "ws")
+        lanes = [b.op("range", [], FragmentType("index", shape, t.axes), {}, "r")] if shape else []
+        b.effect("buffer_store", [ws, k_lin, s_arg] + lanes + [part])
+        partials.append((c, chain, ws, lanes))
+    ctr_name = private(f"tickets{si}", ViewType("i32", (n_kept,)))
+    ctr = b.op("alloc", [], BufferType("i32", (n_kept,), "workspace"), {"arg": ctr_name, "init": 0}, "tickets")
+    one = b.const(1, ScalarType("i32"), "one")
+    ticket = b.op("atomic_rmw", [ctr, k_lin, one], ScalarType("i32"),
+                  {"kind": "add", "order": "acq_rel", "domain": "device"}, "ticket")
+    last = b.const(chunks - 1, ScalarType("i32"), "last_chunk")
+    is_last = b.op("cmp", [ticket, last], ScalarType("i1"), {"pred": "eq"}, "is_last")
+    then_ops: list[Op] = []
+    tb = _Builder(names, then_ops)
+    totals: dict[str, Value] = {}
+    zero = tb.const(0, INDEX, "zero")
+    n_chunks = tb.const(chunks, INDEX, "chunks")
+    one_i = tb.const(1, INDEX, "one")
+    for c, chain, ws, lanes in partials:
+        t = c.results[0].type
+        j = Value(names.fresh("j"), INDEX)
+        acc = Value(names.fresh("acc"), t)
+        fold: list[Op] = []
+        fb = _Builder(names, fold)
+        w = fb.op("atomic_load", [ws, k_lin, j] + lanes, t, {"order": "acquire", "domain": "device"}, "partial")
+        nxt = fb.op(chain.combine, [acc, w], t, base="acc")
+        fold.append(Op("yield", [nxt], [], {}))
+        tot = Value(names.fresh("total"), t)
+        then_ops.append(Op("for", [zero, n_chunks, one_i, c.operands[3]], [tot], {}, [Region([j, acc], fold)]))
+        totals[c.results[0].name] = tot
+    for op in rest:
+        then_ops.append(replace(op, operands=[totals.get(v.name, v) for v in op.operands]))
+    then_ops.append(Op("yield", [], [], {}))
+    b.ops.append(Op("if", [is_last], [], {}, [Region([], then_ops), Region([], [Op("yield", [], [], {})])]))
+    b.ops.append(region.ops[-1])
+    segs = list(kernel.space.segments)
+    segs[si] = replace(seg, extents=tuple(seg.extents) + (Const(chunks),))
+    ops = list(body.ops)
+    ops[gi] = replace(group, regions=[Region(kept + [s_arg], out)])
+    args = [a.value for a in new_abi] + [body.args[-1]]
+    return replace(kernel, abi=new_abi, space=replace(kernel.space, segments=tuple(segs)), body=Region(args, ops))
+
+
+__all__ = ["split_scalar_reductions", "LANES", "MIN_TILES", "MAX_PROGRAMS", "CHUNK_COUNTS"]

@@ -1407,14 +1407,17 @@ def _region_problem(op: Op) -> tuple[Op | None, str] | None:
     return None
 
 
-def _under_ticket_guard(info: _KernelInfo, op: Op, labels: dict[str, frozenset],
-                        buffers: dict[str, Type]) -> bool:
-    """Whether ``op`` runs inside ``if(cmp eq(t, c))`` where ``t`` is a *ticket*: the old value of
-    ``atomic_rmw{kind = add}(ctr, <constant coordinates>, 1)`` on a workspace buffer initialized to 0, executed
-    once by every program instance (outside any loop or ``if`` of its group) and the only write of that buffer;
-    and ``c`` is the same for every instance (it reads no program coordinate). Each instance then draws a distinct
-    ticket, so at most one instance sees ``t == c``: the last-arriver pattern of a split reduction (SPEC IR-9:
-    instances meet only through atomics; no barrier). The conflict check exempts writes under such a guard."""
+def _ticket_exempt(info: _KernelInfo, op: Op, labels: dict[str, frozenset],
+                   buffers: dict[str, Type]) -> frozenset | None:
+    """The program-coordinate labels a write under a *ticket guard* need not depend on (None: no guard).
+
+    The guard is an enclosing ``if(cmp eq(t, c))`` where ``t`` is a ticket: the old value of
+    ``atomic_rmw{kind = add}(ctr, coords, 1)`` on a workspace buffer initialized to 0, executed once by every
+    program instance (outside any loop or ``if`` of its group), the only write of that buffer, its coordinates
+    computed without reading memory; and ``c`` reads no program coordinate. The instances that draw from one
+    counter element draw distinct tickets, so at most one of them sees ``t == c``; the instances that differ only
+    in coordinates the counter coordinates do not read share the element. Those coordinates are exempt: the
+    last-arriver combine of a split reduction (SPEC IR-9: instances meet only through atomics; no barrier)."""
     for anc in info.ancestors(op):
         if anc.name != "if" or not anc.operands:
             continue
@@ -1422,28 +1425,52 @@ def _under_ticket_guard(info: _KernelInfo, op: Op, labels: dict[str, frozenset],
         if cond is None or cond.name != "cmp" or cond.attrs.get("pred") != "eq" or len(cond.operands) != 2:
             continue
         for t, c in (cond.operands, cond.operands[::-1]):
-            if _is_ticket(info, t, buffers) and not labels.get(c.name):
-                return True
-    return False
+            coords = _ticket_coords(info, t, buffers)
+            if coords is not None and not labels.get(c.name):
+                read = frozenset().union(*(labels.get(v.name, frozenset()) for v in coords))
+                every = frozenset().union(*labels.values()) if labels else frozenset()
+                return every - read
+    return None
 
 
-def _is_ticket(info: _KernelInfo, v: Value, buffers: dict[str, Type]) -> bool:
+def _ticket_coords(info: _KernelInfo, v: Value, buffers: dict[str, Type]) -> list[Value] | None:
+    """The counter coordinates of ticket ``v`` (see :func:`_ticket_exempt`), None when ``v`` is no ticket."""
     rmw = info.def_op.get(v.name)
     if rmw is None or rmw.name != "atomic_rmw" or rmw.attrs.get("kind") != "add" or rmw.attrs.get("valid"):
-        return False
+        return None
     ctr = rmw.operands[0]
     bt = buffers.get(ctr.name)
     alloc = info.def_op.get(ctr.name)
     if not (isinstance(bt, BufferType) and bt.scope == "workspace" and alloc is not None
             and alloc.attrs.get("init") == 0):
-        return False
+        return None
     coords, one = rmw.operands[1:-1], rmw.operands[-1]
-    if not all(_const_value(info, c) is not None for c in coords) or _const_value(info, one) != 1:
-        return False
+    if _const_value(info, one) != 1 or not all(isinstance(c.type, ScalarType) for c in coords):
+        return None
+    if any(_reads_memory(info, c) for c in coords):
+        return None
     if any(a.name in ("for", "while", "if") for a in _until_group(info, rmw)):
-        return False                       # drawn exactly once per instance
+        return None                       # drawn exactly once per instance
     writers = [o for o in info.ops if o.name in WRITE_ACCESSES and o.operands and o.operands[0].name == ctr.name]
-    return writers == [rmw]
+    return list(coords) if writers == [rmw] else None
+
+
+def _reads_memory(info: _KernelInfo, v: Value) -> bool:
+    """Whether ``v``'s value depends on an access (its backward slice through defining ops)."""
+    seen: set[str] = set()
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if x.name in seen:
+            continue
+        seen.add(x.name)
+        d = info.def_op.get(x.name)
+        if d is None:
+            continue
+        if d.name in ACCESS_OPS or d.regions:
+            return True
+        todo.extend(d.operands)
+    return False
 
 
 def _until_group(info: _KernelInfo, op: Op) -> Iterator[Op]:
@@ -1756,8 +1783,8 @@ def check_conflicts(ctx: _Ctx) -> Errors:
             if parts is None:
                 continue
             dep = set().union(*(labels.get(c.name, frozenset()) for c in parts[1])) if parts[1] else set()
-            if _under_ticket_guard(info, op, labels, buffers):
-                continue  # at most one program instance runs it (the last arriver)
+            exempt = _ticket_exempt(info, op, labels, buffers) or frozenset()
+            dep |= exempt    # coordinates whose instances the last-arriver guard reduces to one
             group = info.enclosing_group(op)
             if group is None:
                 n = _static_count((k.space.grid,))

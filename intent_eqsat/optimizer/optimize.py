@@ -401,12 +401,14 @@ def _pass_runner(selected: Sequence[P.PassGroup], options: CompileOptions, l2_by
     ctx = P.PassContext(options, l2_bytes, cost)
     runnable = [p for p in selected if p.run is not None]
 
-    def finish(kernel: Kernel, on_pass: OnPass | None = None, *, early: bool = False) -> Kernel:
+    def finish(kernel: Kernel, on_pass: OnPass | None = None, *, early: bool = False,
+               cost_at: Callable[[Kernel], float] | None = None) -> Kernel:
+        run_ctx = ctx if cost_at is None else replace(ctx, cost=cost_at)   # a size bucket's own sizes
         for p in runnable:
             if (p.order < P.RESOURCES_ORDER) != early:
                 continue
             t0 = time.perf_counter()
-            after = p.run(kernel, ctx)
+            after = p.run(kernel, run_ctx)
             if on_pass is not None:
                 on_pass(p, kernel, after, time.perf_counter() - t0)
             kernel = after
@@ -478,7 +480,8 @@ def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, 
     for i in range(1, len(plan.bindings)):
         env = dict(plan.envs[i])
         tiled = TILES.bind(decoded, dict(plan.bindings[i]), module)
-        tiled = finish(tiled, early=True)
+        at_env = _binding_cost(model_at(env), target, tile_defaults)
+        tiled = finish(tiled, early=True, cost_at=lambda k, at_env=at_env: at_env(k, {}))
         launch = _resource_binder(model_at(env), target)(tiled)
         bound = finish(tiled)
         bound = replace(bound, name=f"{decoded.name}__bucket{i}")

@@ -143,7 +143,7 @@ def _build() -> tuple[PassGroup, ...]:
         make("tile_binding", 100, tiles, bind, "each tile parameter becomes the literal of the best-costed binding",
              None, None, after="Declaration of the ``tile_binding`` group"),
         make("split_reduction", 105, split_reduction, split_scalar_reductions,
-             "a one-program reduction is split over programs; the last to finish combines the partials",
+             "a reduction that does not fill the GPU is split over more programs; the last to finish combines",
              "reduction", lambda k, ctx: split_scalar_reductions(k, ctx.cost)),
         make("range_skip", 110, range_skip, narrow_lane_ranges,
              "a loop's all-true iterations run unchecked; an all-false end that changes nothing is removed",
@@ -202,5 +202,5 @@ def select(rule_groups: Sequence[str], named: Sequence[str] = (), *, every: bool
             if every or p.name in named or p.with_group is None or p.with_group in chosen]
 
 
-__all__ = ["PassGroup", "PassContext", "FIRST_PASS_ORDER", "RESOURCES_ORDER", "all_passes", "names", "get", "select", "split_names",
-           "declaration_of"]
+__all__ = ["PassGroup", "PassContext", "FIRST_PASS_ORDER", "RESOURCES_ORDER", "all_passes", "names", "get", "select",
+           "split_names", "declaration_of"]

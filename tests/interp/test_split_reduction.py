@@ -118,14 +118,13 @@ def test_split_matches_float64_in_both_interpreters(src, shapes, gen_dir, interp
             assert float(targs[name]) == pytest.approx(ref, rel=1e-5), (name, sizes, "Triton interpreter")
 
 
-def test_split_is_the_cost_models_choice_and_left_alone_when_a_member_does_not_lift() -> None:
+def test_split_is_the_cost_models_choice_and_a_member_that_does_not_lift_is_chunked() -> None:
     """The pass runs where the model prices the split cheaper (the optimizer's pick above); a member that is itself a
-    loop (cross-entropy's row logsumexp) has no fragment lifting, so the program keeps its one program and stays
-    correct."""
+    loop (cross-entropy's row logsumexp) has no fragment lifting, so the lane form leaves it and the chunk form
+    (the cost model's) splits its loop over rows instead: no 4096-lane fragment in the program."""
     ck = _compile(CROSS_ENTROPY)
     k = ck.program.kernels[0]
-    assert not _is_split(k)
-    assert split_scalar_reductions(k) is k
+    assert _is_split(k) and f"[{LANES}]" not in ir.print_module(ck.program)
     golden = ROOT / "tests" / "golden" / "split_reduction" / "huber_rank3.gir"   # the program before the group
     before = ir.parse_module(golden.read_text()).kernels[0]
     assert not _is_split(before)
@@ -224,3 +223,41 @@ def test_an_atomic_on_a_program_buffer_is_refused() -> None:
         .replace("{arg = C, init = 0}", "{init = 0}")
     with pytest.raises(IntentError, match="not a program- or iteration-private buffer"):
         ir.verify(ir.parse_module(text))
+
+
+# -- the outer split: a reduction whose kept extent does not fill the GPU --------------------------------------
+
+OUTER = [
+    ("bn_mean_f32", {"N": 64, "C": 64, "H": 56, "W": 56}, {"N": 5, "C": 3, "H": 7, "W": 9}),
+    ("colsum_f32", {"M": 1 << 20, "N": 16}, {"M": 1000, "N": 5}),
+    ("ce_mean_f32", {"M": 8192, "C": 1000}, {"M": 37, "C": 11}),
+]
+
+
+@pytest.mark.parametrize("name,sizes,small", OUTER, ids=[c[0] for c in OUTER])
+def test_outer_split_matches_float64(name, sizes, small, gen_dir, interpret_mode) -> None:
+    """Per-channel BatchNorm means (rank 4), column sums of a tall matrix and a cross-entropy mean (a member that
+    is a row logsumexp: no fragment lifting) compiled for realistic sizes: the cost model chunks the outer loop
+    over a new program axis, and the programs agree with float64 in both interpreters at small sizes."""
+    import torch
+    from intent_eqsat import kir
+    from intent_eqsat.kir.inputs import random_inputs
+    from intent_eqsat.providers.loader import load_source
+    path = SUITE / f"{name}.kir"
+    ck = intent_eqsat.compile(path.read_text(), target="sm90", provider="triton", sizes=sizes)
+    k = ck.program.kernels[0]
+    assert _is_split(k), ir.print_module(ck.program)
+    module = kir.parse(path.read_text(), filename=str(path))
+    inputs = random_inputs(module, name, 0, sizes=small)
+    want = kir.evaluate(module, name, {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in inputs.items()},
+                        float64=True)
+    args = {a.name: inputs[a.name] for a in k.abi if a.is_view and not a.private}
+    got = ir.interpret(ck.program, name, {n: v.copy() for n, v in args.items()})
+    mod = load_source(ck.source, gen_dir, name)
+    targs = {n: torch.from_numpy(v.copy()) for n, v in args.items()}
+    mod.launch(*targs.values())
+    for out, ref in want.items():
+        ref = np.asarray(ref, np.float64)
+        for what, value in (("GPU IR interpreter", got[out]), ("Triton interpreter", targs[out].numpy())):
+            rel = np.linalg.norm(np.asarray(value, np.float64) - ref) / np.linalg.norm(ref)
+            assert rel <= 1e-6, (out, what, rel)
