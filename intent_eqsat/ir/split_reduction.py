@@ -308,11 +308,11 @@ def _lift_member(nest: _Nest, b: _Builder, coords: dict[str, Value], ok: Value, 
         if not deps:
             if cat not in _LIFTABLE + ("const",) and op.name not in ("load", "gather"):
                 return None
+            if op.name in ("load", "gather") and getattr(abi.get(op.operands[0].name), "access", None) != "read":
+                return None                # a view the kernel writes: its reads keep their program order
             r = Value(b.names.fresh(op.results[0].name), op.results[0].type)
             b.ops.append(replace(op, operands=[scalar.get(v.name, v) for v in op.operands], results=[r]))
             scalar[op.results[0].name] = r
-            if op.name in ("load", "gather") and abi.get(op.operands[0].name, AbiArg(op.operands[0])).access != "read":
-                return None
             continue
         rt = op.results[0].type
         if not isinstance(rt, ScalarType):
@@ -344,10 +344,6 @@ def _lift_member(nest: _Nest, b: _Builder, coords: dict[str, Value], ok: Value, 
     if nest.member.name in lifted:
         return lifted[nest.member.name]
     return b.splat(scalar.get(nest.member.name, nest.member), lanes)
-
-
-def _identity(dtype: str, comb: str) -> float:
-    return _IDENTITY[comb]
 
 
 def _group_index(kernel: Kernel, si: int) -> int | None:
@@ -425,7 +421,7 @@ def _split_segment(kernel: Kernel, si: int, names: FreshNames) -> Kernel | None:
         r = tb.op("range", [], _frag("index", lanes), {}, "r")
         np_ = tb.splat(tb.launch(programs, "programs"), lanes)
         okp = tb.op("cmp", [r, np_], _frag("i1", lanes), {"pred": "lt"}, "ok")
-        ident = _identity(n.dtype, n.combine)
+        ident = _IDENTITY[n.combine]
         w = tb.op("atomic_load", [ws, r, okp], _frag(n.dtype, lanes),
                   {"valid": True, "fill": ident, "order": "acquire", "domain": "device"}, "partials")
         tot = tb.op("reduce", [w], n.outer.results[0].type,
@@ -464,7 +460,7 @@ def _partial(n: _Nest, count: LaunchExpr, programs: LaunchExpr, p: Value, b: _Bu
     hi = b.op("min", [hi0, total], INDEX, base="hi")
     step = b.const(lanes, INDEX, "lanes")
     dt = n.dtype
-    ident = _identity(dt, n.combine)
+    ident = _IDENTITY[n.combine]
     acc0 = b.const(ident, _frag(dt, lanes), "acc")
     q0 = Value(b.names.fresh("q0"), INDEX)
     acc = Value(b.names.fresh("acc"), _frag(dt, lanes))
