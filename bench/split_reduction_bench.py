@@ -8,10 +8,10 @@ program axis. Why several warp counts: the split programs stream one fragment pe
 model gives it (32 fragment members per thread) is a modelled choice this run checks. Two steps (the GPU machine
 has no egglog):
 
-    prepare (here): .venv/bin/python bench/split_reduction_bench.py prepare --out DIR
+    prepare (here): .venv/bin/python bench/split_reduction_bench.py prepare --out DIR [--only K1,K2]
         compiles ``bench/suite/<kernel>.kir`` for its first shape (``sizes=``, no tuning file) into
         ``DIR/gen/<kernel>__triton__pick.py`` (the names ``bench/perf.py prepare`` writes)
-    run (on the GPU): python3 bench/split_reduction_bench.py run --in DIR [--json FILE]
+    run (on the GPU): python3 bench/split_reduction_bench.py run --in DIR [--json FILE] [--only ..] [--base DIR2]
         per kernel and shape: checks the launch against torch in float64 (relative L2 error), then times it with
         ``num_warps`` 1, 2, 4, 8, eager PyTorch and torch.compile with ``triton.testing.do_bench`` (median ms);
         prints a table of ratios (anchor time / our time) last.
@@ -57,26 +57,49 @@ CASES = {
                     lambda t, s: ([_randn(t, s["M"], s["C"]), t.randint(0, s["C"], (s["M"],), device="cuda")],
                                   t.zeros((), device="cuda")),
                     lambda t, F: lambda X, Y: F.cross_entropy(X, Y)),
+    # split-K (issue 26 item 4): a small output over a long K; "name@tag" compiles bench/suite/name.kir
+    "gemm_bf16@long_k": ([{"M": 256, "N": 256, "K": 1 << 19}, {"M": 512, "N": 384, "K": 1 << 17}],
+                         lambda t, s: ([_randn(t, s["M"], s["K"], dtype=t.bfloat16),
+                                        _randn(t, s["K"], s["N"], dtype=t.bfloat16)],
+                                       t.zeros(s["M"], s["N"], device="cuda", dtype=t.bfloat16)),
+                         lambda t, F: lambda A, B: A @ B),
+    "gemm_bf16@skinny": ([{"M": 64, "N": 4096, "K": 4096}],
+                         lambda t, s: ([_randn(t, s["M"], s["K"], dtype=t.bfloat16),
+                                        _randn(t, s["K"], s["N"], dtype=t.bfloat16)],
+                                       t.zeros(s["M"], s["N"], device="cuda", dtype=t.bfloat16)),
+                         lambda t, F: lambda A, B: A @ B),
+    "gemm_nn_f32@long_k": ([{"M": 256, "N": 256, "K": 1 << 19}],
+                           lambda t, s: ([_randn(t, s["M"], s["K"]), _randn(t, s["K"], s["N"])],
+                                         t.zeros(s["M"], s["N"], device="cuda")),
+                           lambda t, F: lambda A, B: A @ B),
+    "gemm_tn_f32@long_k": ([{"M": 192, "N": 320, "K": 1 << 18}],
+                           lambda t, s: ([_randn(t, s["K"], s["M"]), _randn(t, s["K"], s["N"])],
+                                         t.zeros(s["M"], s["N"], device="cuda")),
+                           lambda t, F: lambda A, B: A.t() @ B),
 }
 WARPS = (1, 2, 4, 8)
 
 
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+def _load(path: Path, name: str | None = None):
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = mod
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
 
 
-def prepare(out: Path) -> None:
-    """Compile every kernel of :data:`CASES` for its first shape (the optimizer runs here, not on the GPU)."""
+def prepare(out: Path, only: set[str] | None = None) -> None:
+    """Compile every kernel of :data:`CASES` (or those in ``only``) for its first shape (the optimizer runs here,
+    not on the GPU)."""
     import intent_eqsat
     (out / "gen").mkdir(parents=True, exist_ok=True)
     for name, (shapes, _, _) in CASES.items():
-        text = (ROOT / "bench" / "suite" / f"{name}.kir").read_text()
+        if only is not None and name not in only:
+            continue
+        text = (ROOT / "bench" / "suite" / f"{name.split('@')[0]}.kir").read_text()
         ck = intent_eqsat.compile(text, target="sm90", provider="triton", sizes=shapes[0])
-        path = out / "gen" / f"{name}__triton__pick.py"
+        path = out / "gen" / f"{name.replace('@', '__')}__triton__pick.py"
         tmp = path.with_suffix(".tmp")
         tmp.write_text(ck.source)
         tmp.replace(path)
@@ -89,26 +112,35 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     pp = sub.add_parser("prepare", help="compile the kernels (here)")
     pp.add_argument("--out", type=Path, default=ROOT / "build" / "split_bench")
+    pp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to compile")
     rp = sub.add_parser("run", help="check and time them (on the GPU)")
     rp.add_argument("--in", dest="indir", type=Path, default=ROOT / "build" / "split_bench")
     rp.add_argument("--json", type=Path, default=None)
     rp.add_argument("--shapes", type=int, default=None, help="only the first N shapes of each kernel")
     rp.add_argument("--warps", default=",".join(map(str, WARPS)), help="the num_warps to time")
+    rp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to run")
+    rp.add_argument("--base", type=Path, default=None,
+                    help="a second prepare folder (e.g. from the commit before a change), timed at its own warps")
     args = ap.parse_args(argv)
     if args.cmd == "prepare":
-        prepare(args.out)
+        prepare(args.out, set(args.only.split(",")) if args.only else None)
         return 0
     warps = tuple(int(w) for w in args.warps.split(","))
     import torch
     import torch.nn.functional as F
     from triton.testing import do_bench
     rows = []
+    only = set(args.only.split(",")) if args.only else None
     for name, (shapes, make_inputs, make) in CASES.items():
-        src = args.indir / "gen" / f"{name}__triton__pick.py"
+        if only is not None and name not in only:
+            continue
+        src = args.indir / "gen" / f"{name.replace('@', '__')}__triton__pick.py"
         if not src.is_file():
             print(f"{name}: no {src}", flush=True)
             continue
         mod = _load(src)
+        base_src = args.base / "gen" / src.name if args.base is not None else None
+        base = _load(base_src, "base_" + base_src.stem) if base_src is not None and base_src.is_file() else None
         fn = make(torch, F)
         compiled = torch.compile(fn, dynamic=False)
         for sizes in shapes[:args.shapes]:
@@ -122,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                    "picked_warps": mod.LAUNCH_OPTIONS["num_warps"]}
             for w in warps:
                 row[f"w{w}_ms"] = do_bench(lambda: mod.launch(*ins, out, num_warps=w), warmup=25, rep=100)
+            if base is not None:
+                row["base_ms"] = do_bench(lambda: base.launch(*ins, out), warmup=25, rep=100)
             row["eager_ms"] = do_bench(lambda: fn(*ins), warmup=25, rep=100)
             compiled(*ins)
             row["compile_ms"] = do_bench(lambda: compiled(*ins), warmup=25, rep=100)
@@ -144,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
               + " ".join(f"{ours[w]:7.3f}" for w in warps)
               + f" {r['eager_ms']:7.3f} {r['compile_ms']:7.3f} {r['eager_ms'] / pick:8.2f} "
                 f"{r['compile_ms'] / pick:8.2f} {r['bytes'] / best / 1e6:6.0f}")
+        if "base_ms" in r:
+            print(f"{'':10} {'base (--base) ms':22} {r['base_ms']:8.3f}  ours/base speedup {r['base_ms'] / pick:6.2f}")
     print("(vs eager / vs comp at the picked warps; w1..w8 ms at num_warps 1..8)")
     return 0
 

@@ -26,10 +26,10 @@ Declaration (SPEC PASS-1):
   whose body is only such a nest started from its carried value (``sum(i, j: ..)`` is a loop over ``i`` threading
   its total through the loop over ``j``); bounds that are ``launch`` or ``const`` values (LaunchExprs) defined
   outside the nest; the member ``x``'s ops; the views the member reads. Chunk form: any row-major group's
-  top-level *reduction chains*: a ``for`` with one float carry (a scalar or a rank-1 fragment), constant step and
+  top-level *reduction chains*: a ``for`` with one float carry (a scalar or a fragment), constant step and
   LaunchExpr bounds, marked ``reduce = c`` or threading its carry through such a chain in its body (other body ops
   do not read the carry), writing nothing. Both: the cost model (``PassContext.cost``) of the kernel before and
-  after (the chunk form only runs with a model).
+  after (the chunk form only runs with a model; a split is kept at ``SPLIT_GAIN`` of the unsplit price or less).
 - Legality: the nest's combine is an ordinary reduction (associative, commutative; its members independent of the
   carried value: the ``reduce`` mark the verifier checks), so its members may be regrouped (PASS-4); every member
   lifts to a ``LANES``-wide fragment (element-wise ops, casts, selects, compares, constants, loads and gathers of
@@ -41,8 +41,8 @@ Declaration (SPEC PASS-1):
   ordinary reduction over the outer loop's iterations (each iteration's inner reduction starts from the carried
   value), so chunks of the outer range may be reduced apart and combined (PASS-4); the chunk size is a multiple of
   the step (tiles stay aligned); a segment program's chunks share a counter element indexed by its row-major
-  coordinate. Applied only when the cost model prices the split kernel below the original (the lane form runs
-  without a model).
+  coordinate. Applied only when the cost model prices the split kernel at most ``SPLIT_GAIN`` of the original
+  (the lane form runs without a model).
 - Rewrites: the group's segment becomes ``[P]`` with ``P = max(1, min(ceil_div(n, LANES * MIN_TILES),
   MAX_PROGRAMS))``, ``n`` the nest's member count (the product of its extents); program ``p`` runs the members
   ``[p * C, min(n, (p + 1) * C))``, ``C = ceil_div(ceil_div(n, P), LANES) * LANES``, ``LANES`` at a time (the
@@ -85,6 +85,14 @@ MIN_TILES = 1
 MAX_PROGRAMS = 1024
 #: the program counts a reduction's outer loop may be chunked into (the second form; the cost model picks one)
 CHUNK_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: a split is kept only where the model prices it at most this fraction of the unsplit kernel. Why: the model
+#: charges the last arriver's combine (``if`` costs its dearer branch) as throughput spread over the GPU, but it runs
+#: on one program per output after the others; H200 2026-12-03 (docs/perf.md): a 64 x 4096 x 4096 bf16 GEMM split
+#: in 4 over K, modelled 0.56x the unsplit time, ran 1.43x slower; 256 x 256 x 2^19, modelled 0.10x, ran 0.20x
+SPLIT_GAIN = 0.5
+#: the chunk search stops after this many successive counts priced no better than the best so far (the price falls
+#: while more programs fill the GPU and rises once the partials' traffic and the combine outweigh it)
+RISES_TO_STOP = 2
 COMBINERS = ("add", "mul", "max", "min")
 _IDENTITY = {"add": 0.0, "mul": 1.0, "max": float("-inf"), "min": float("inf")}
 _FLOATS = ("f16", "bf16", "f32", "f64")
@@ -132,18 +140,22 @@ def split_scalar_reductions(kernel: Kernel, cost: Callable[[Kernel], float] | No
         if all(static_extent(e) == 1 for e in seg.extents):
             split = _split_segment(out, si, names)
         if split is None and cost is not None:
-            best, best_cost = None, cost(out)
+            best, best_cost, worse = None, SPLIT_GAIN * cost(out), 0
             for chunks in CHUNK_COUNTS:
                 cand = _split_outer(out, si, names, chunks)
                 if cand is None:
                     break
                 c = cost(cand)
                 if c < best_cost:
-                    best, best_cost = cand, c
+                    best, best_cost, worse = cand, c, 0
+                else:
+                    worse += 1
+                    if worse == RISES_TO_STOP:
+                        break
             split = best
         if split is not None:
             out = split
-    if out is kernel or (cost is not None and not cost(out) < cost(kernel)):
+    if out is kernel or (cost is not None and not cost(out) < SPLIT_GAIN * cost(kernel)):
         return kernel
     return out
 
@@ -516,8 +528,7 @@ _WRITES = ("store", "scatter", "scatter_reduce", "atomic_rmw", "atomic_cas", "at
 
 def _chain(op: Op, defs: dict[str, Op], carried_in: Value | None = None) -> _Chain | None:
     bounds = _one_carry_loop(op, defs, carried_in)
-    t = op.results[0].type if bounds is not None else None
-    if bounds is None or (isinstance(t, FragmentType) and len(t.shape) > 1):
+    if bounds is None:
         return None
     lb, ub, step = bounds
     if any(o.name in _WRITES for o in _walk(op.regions[0].ops)):
@@ -538,6 +549,21 @@ def _chain(op: Op, defs: dict[str, Op], carried_in: Value | None = None) -> _Cha
         return None
     sub = _chain(inner, defs, carried)
     return None if sub is None else _Chain(op, sub.combine, (lb, ub, int(step.value)))
+
+
+def _lane_coords(b: _Builder, t) -> list[Value]:
+    """The element coordinates of a fragment-typed carry ``t`` (one index fragment of ``t``'s shape per axis: a
+    range along the axis, broadcast over the others); none for a scalar."""
+    if not isinstance(t, FragmentType):
+        return []
+    shape, axes = tuple(t.shape), tuple(t.axes)
+    if len(shape) == 1:
+        return [b.op("range", [], FragmentType("index", shape, axes), {}, "r")]
+    out = []
+    for d, (ext, ax) in enumerate(zip(shape, axes)):
+        r = b.op("range", [], FragmentType("index", (ext,), (ax,)), {}, "r")
+        out.append(b.op("broadcast", [r], FragmentType("index", shape, axes), {"dims": (d,)}, "r"))
+    return out
 
 
 def _walk(ops: list[Op]):
@@ -614,7 +640,7 @@ def _split_outer(kernel: Kernel, si: int, names: FreshNames, chunks: int) -> Ker
         ws_name = private(f"partials{si}", ViewType(t.dtype, (n_kept, Const(chunks)) + shape))
         ws = b.op("alloc", [], BufferType(t.dtype, (n_kept, Const(chunks)) + shape, "workspace"),
                   {"arg": ws_name, "init": "first_write"}, "ws")
-        lanes = [b.op("range", [], FragmentType("index", shape, t.axes), {}, "r")] if shape else []
+        lanes = _lane_coords(b, t)
         b.effect("buffer_store", [ws, k_lin, s_arg] + lanes + [part])
         partials.append((c, chain, ws, lanes))
     ctr_name = private(f"tickets{si}", ViewType("i32", (n_kept,)))

@@ -501,6 +501,35 @@ def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, 
     return buckets, report
 
 
+def _ranked_after_early_groups(decoded: Kernel, ranked: list[tuple[float, dict]], module: Module,
+                               finish: Callable[..., Kernel],
+                               cost_of: Callable[[Kernel], float]) -> list[tuple[float, dict]]:
+    """The tile bindings re-ranked by the model's price of each bound program after the groups that run before the
+    launch resources (``split_reduction``), when those groups change the best binding's program; ``ranked``
+    unchanged otherwise.
+
+    Why: a split multiplies the programs of a launch, so the cheapest binding of the unsplit program is not the
+    cheapest once split (a 256 x 256 GEMM over K = 2^19: 32 x 32 tiles are the best unsplit, 64 programs; split
+    over K, wide tiles that feed the matrix unit better win). Only when the split fires on the best binding: a
+    binding whose program fills the GPU is left as ranked (the split is then dearer than it, and the re-ranking
+    costs a bind and a split search per binding). The optimizer re-ranks only for a compile with ``sizes=``: at the
+    model's default sizes the split is a guess already, and the re-ranking adds seconds to a row reduction's
+    compile (2-core machine)."""
+    if not ranked or not math.isfinite(ranked[0][0]):
+        return ranked
+    first = TILES.bind(decoded, ranked[0][1], module)
+    if kernel_text(finish(first, early=True)) == kernel_text(first):
+        return ranked
+    rescored = []
+    for c, b in ranked:
+        if not math.isfinite(c):
+            continue
+        rescored.append((cost_of(finish(TILES.bind(decoded, b, module), early=True)), b))
+    names = sorted(ranked[0][1])
+    rescored.sort(key=lambda cb: (cb[0], tuple(cb[1].get(n, 0) for n in names)))
+    return rescored + [cb for cb in ranked if not math.isfinite(cb[0])]
+
+
 def _calibrated(cost: Any, target: str, decoded: Kernel, fp: str, ranked: list) -> tuple[list, Any, str | None]:
     """The tile bindings re-ranked by the cost's calibration (measured times of structure ``fp`` at these sizes),
     the measurement of the chosen binding (its launch resources are bound) and a remark saying what was used."""
@@ -606,16 +635,19 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     calibrated = getattr(cost, "calibration", None) is not None
     ranked = TILES.choose(decoded, TILES.binding_domains(doms, tgt, getattr(cost, "sizes", None)),
                           lambda b: cost_at(decoded, b), min_lanes=int(getattr(tgt, "warp_size", 32) or 32),
-                          keep=1 << 30 if calibrated else 8)
+                          keep=1 << 30)
     from intent_eqsat.extract.calibration import fingerprint
     res.fingerprint = fingerprint(decoded)
     ranked, measured, remark = _calibrated(cost, target, decoded, res.fingerprint, ranked)
-    ranked = ranked[:8]
     if remark:
         res.remarks.append(remark)
-    best_cost, best = ranked[0]
     resources = _resource_binder(cost, target)
     finish = _pass_runner(passes, options, tgt.l2_bytes, lambda k: cost_at(k, {}))
+    module_for_binding = _module_with(program, decoded, options, target, tile_decls)
+    if measured is None and getattr(cost, "sizes", None):
+        ranked = _ranked_after_early_groups(decoded, ranked, module_for_binding, finish, lambda k: cost_at(k, {}))
+    ranked = ranked[:8]
+    best_cost, best = ranked[0]
 
     def on_pass(group: P.PassGroup, before: Kernel, after: Kernel, seconds: float) -> None:
         """Verify and report one post-extraction group (SPEC PASS-2: after each group the program is verified,
@@ -636,7 +668,7 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
 
     # resources are costed on one copy of each loop body, then the ranges are narrowed (SPEC PASS-3.5)
     t0 = time.perf_counter()
-    tiled = TILES.bind(decoded, best, _module_with(program, decoded, options, target, tile_decls))
+    tiled = TILES.bind(decoded, best, module_for_binding)
     on_pass(P.get("tile_binding"), decoded, tiled, time.perf_counter() - t0)
     tiled = finish(tiled, on_pass, early=True)
     # the launch resources beside the program (issue 22 item 3): the model's, a tuning file's measured launch over them

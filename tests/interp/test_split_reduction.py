@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import math
+
 import numpy as np
 import pytest
 
@@ -231,6 +233,9 @@ OUTER = [
     ("bn_mean_f32", {"N": 64, "C": 64, "H": 56, "W": 56}, {"N": 5, "C": 3, "H": 7, "W": 9}),
     ("colsum_f32", {"M": 1 << 20, "N": 16}, {"M": 1000, "N": 5}),
     ("ce_mean_f32", {"M": 8192, "C": 1000}, {"M": 37, "C": 11}),
+    # split-K (issue 26 item 4): a 256 x 256 output over K = 2^19 fills 4 programs of 128 x 128 tiles unsplit
+    ("gemm_nn_f32", {"M": 256, "N": 256, "K": 1 << 19}, {"M": 37, "N": 29, "K": 300}),
+    ("gemm_tn_f32", {"M": 192, "N": 320, "K": 1 << 18}, {"M": 40, "N": 17, "K": 257}),
 ]
 
 
@@ -247,6 +252,15 @@ def test_outer_split_matches_float64(name, sizes, small, gen_dir, interpret_mode
     ck = intent_eqsat.compile(path.read_text(), target="sm90", provider="triton", sizes=sizes)
     k = ck.program.kernels[0]
     assert _is_split(k), ir.print_module(ck.program)
+    if name.startswith("gemm"):
+        # the K loop keeps its matrix-unit contract over output tiles re-ranked for the split (not the 32 x 32
+        # tiles that are cheapest unsplit): chunks x output tiles fill the GPU
+        contracts = [op for op in walk(k.body) if op.name == "contract"]
+        assert contracts and "tl.dot(" in ck.source
+        tile = contracts[0].results[0].type.shape
+        assert all(int(e.value) >= 64 for e in tile), tile
+        programs = math.prod(int(evaluate(e, sizes)) for e in k.space.segments[0].extents)
+        assert programs >= 96, programs             # most of the H200's 132 SMs (unsplit: 4-15)
     module = kir.parse(path.read_text(), filename=str(path))
     inputs = random_inputs(module, name, 0, sizes=small)
     want = kir.evaluate(module, name, {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in inputs.items()},
