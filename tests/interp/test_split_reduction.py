@@ -20,7 +20,7 @@ from intent_eqsat import ir
 from intent_eqsat.errors import IntentError
 from intent_eqsat.ir.core import walk
 from intent_eqsat.ir.launch import evaluate
-from intent_eqsat.ir.split_reduction import LANES, MAX_PROGRAMS, split_scalar_reductions
+from intent_eqsat.ir.split_reduction import LANES, MAX_PROGRAMS, SPLIT_GAIN, split_scalar_reductions
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "bench" / "suite"
@@ -135,6 +135,11 @@ def test_split_is_the_cost_models_choice_and_a_member_that_does_not_lift_is_chun
     from intent_eqsat.extract.cost import estimate
     after = split_scalar_reductions(before, cost=lambda kk: estimate(kk, "sm90", {"B": 2, "S": 3, "H": 5}).total)
     assert _is_split(after)                  # the model prefers the split even at 30 members (one program each)
+    # kept only at SPLIT_GAIN of the unsplit price or less (the model underprices the last arriver's combine)
+    def priced(ratio: float):
+        return lambda kk: 1.0 if kk is before else ratio
+    assert split_scalar_reductions(before, cost=priced(SPLIT_GAIN * 1.01)) is before
+    assert _is_split(split_scalar_reductions(before, cost=priced(SPLIT_GAIN * 0.99)))
 
 
 def test_a_2_26_member_f32_sum_is_within_1e_6_of_float64() -> None:
