@@ -358,19 +358,36 @@ def _lift_member(nest: _Nest, b: _Builder, coords: dict[str, Value], ok: Value, 
     return b.splat(scalar.get(nest.member.name, nest.member), lanes)
 
 
-def _group_index(kernel: Kernel, si: int) -> int | None:
-    """The body position of segment ``si``'s execution group."""
-    return next((i for i, op in enumerate(kernel.body.ops)
-                 if op.name == "execution_group" and op.attrs.get("segment") == si), None)
+def _group(kernel: Kernel, si: int) -> tuple[int, Op, Region] | None:
+    """(body position, op, region) of segment ``si``'s execution group."""
+    gi = next((i for i, op in enumerate(kernel.body.ops)
+               if op.name == "execution_group" and op.attrs.get("segment") == si), None)
+    return None if gi is None else (gi, kernel.body.ops[gi], kernel.body.ops[gi].regions[0])
+
+
+class _PrivateViews:
+    """The kernel's ABI with compiler-private views appended (SPEC IR-2 workspaces), each named uniquely."""
+
+    def __init__(self, kernel: Kernel):
+        self.abi = list(kernel.abi)
+        self._names = {a.name for a in kernel.abi}
+
+    def add(self, base: str, ty: ViewType) -> str:
+        name, k = base, 0
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        self._names.add(name)
+        self.abi.append(AbiArg(Value(name, ty), "readwrite", private=True))
+        return name
 
 
 def _split_segment(kernel: Kernel, si: int, names: FreshNames) -> Kernel | None:
     body = kernel.body
-    gi = _group_index(kernel, si)
-    if gi is None:
+    found = _group(kernel, si)
+    if found is None:
         return None
-    group = body.ops[gi]
-    region = group.regions[0]
+    gi, group, region = found
     defs = _defs(body, {})
     abi = {a.name: a for a in kernel.abi}
     nests = [n for n in (_nest(op, defs) for op in region.ops) if n is not None]
@@ -394,29 +411,19 @@ def _split_segment(kernel: Kernel, si: int, names: FreshNames) -> Kernel | None:
     # not simplified: the simplifier takes shape symbols as positive, and an empty input still needs its program
     programs = le_max(Const(1), simplify(le_min(ceil_div(biggest, lanes * MIN_TILES), Const(MAX_PROGRAMS))))
     local = Value(names.fresh("p"), INDEX)  # the new segment's coordinate: the program's chunk
-    new_abi = list(kernel.abi)
+    abi_out = _PrivateViews(kernel)
     partials: list[tuple[_Nest, Value, Value]] = []
-    abi_names = {a.name for a in kernel.abi}
-
-    def private(base: str, dtype: str, shape: tuple[LaunchExpr, ...]) -> str:
-        name, k = base, 0
-        while name in abi_names:
-            k += 1
-            name = f"{base}_{k}"
-        abi_names.add(name)
-        new_abi.append(AbiArg(Value(name, ViewType(dtype, shape)), "readwrite", private=True))
-        return name
 
     for n, count in zip(nests, counts):
         part = _partial(n, count, programs, local, b, abi, lanes)
         if part is None:
             return None
-        ws_name = private(f"partials{si}", n.dtype, (programs,))
+        ws_name = abi_out.add(f"partials{si}", ViewType(n.dtype, (programs,)))
         ws = b.op("alloc", [], BufferType(n.dtype, (programs,), "workspace"),
                   {"arg": ws_name, "init": "first_write"}, "ws")
         b.effect("buffer_store", [ws, local, part])
         partials.append((n, ws, part))
-    ctr_name = private(f"tickets{si}", "i32", (Const(1),))
+    ctr_name = abi_out.add(f"tickets{si}", ViewType("i32", (Const(1),)))
     ctr = b.op("alloc", [], BufferType("i32", (Const(1),), "workspace"), {"arg": ctr_name, "init": 0}, "tickets")
     zero = b.const(0, INDEX, "zero")
     one = b.const(1, ScalarType("i32"), "one")
@@ -450,8 +457,8 @@ def _split_segment(kernel: Kernel, si: int, names: FreshNames) -> Kernel | None:
     segs[si] = Segment((programs,), "row_major")
     ops = list(body.ops)
     ops[gi] = new_group
-    args = [a.value for a in new_abi] + [body.args[-1]]   # the body's arguments: the ABI values, then pid
-    return replace(kernel, abi=new_abi, space=replace(kernel.space, segments=tuple(segs)), body=Region(args, ops))
+    args = [a.value for a in abi_out.abi] + [body.args[-1]]   # the body's arguments: the ABI values, then pid
+    return replace(kernel, abi=abi_out.abi, space=replace(kernel.space, segments=tuple(segs)), body=Region(args, ops))
 
 
 def _product(items: list[LaunchExpr]) -> LaunchExpr:
@@ -579,11 +586,10 @@ def _split_outer(kernel: Kernel, si: int, names: FreshNames, chunks: int) -> Ker
     ``[K, chunks, ...]`` (``K`` the segment's programs); the last of a segment program's chunks to draw a ticket
     from its counter element combines the partials in chunk order and runs the group's other ops."""
     body = kernel.body
-    gi = _group_index(kernel, si)
-    if gi is None:
+    found = _group(kernel, si)
+    if found is None:
         return None
-    group = body.ops[gi]
-    region = group.regions[0]
+    gi, group, region = found
     seg = kernel.space.segments[si]
     if seg.order != "row_major" or len(region.args) != len(seg.extents):
         return None
@@ -608,17 +614,7 @@ def _split_outer(kernel: Kernel, si: int, names: FreshNames, chunks: int) -> Ker
     else:
         k_lin = b.const(0, INDEX, "k")
     n_kept = _product(list(seg.extents))
-    new_abi = list(kernel.abi)
-    abi_names = {a.name for a in kernel.abi}
-
-    def private(base: str, ty: ViewType) -> str:
-        name, k = base, 0
-        while name in abi_names:
-            k += 1
-            name = f"{base}_{k}"
-        abi_names.add(name)
-        new_abi.append(AbiArg(Value(name, ty), "readwrite", private=True))
-        return name
+    abi_out = _PrivateViews(kernel)
 
     partials = []
     for c in region.ops[:-1]:
@@ -637,13 +633,13 @@ def _split_outer(kernel: Kernel, si: int, names: FreshNames, chunks: int) -> Ker
         part = Value(names.fresh(c.results[0].name), t)
         b.ops.append(replace(c, operands=[lo, hi, c.operands[2], init], results=[part]))
         shape = tuple(t.shape) if isinstance(t, FragmentType) else ()
-        ws_name = private(f"partials{si}", ViewType(t.dtype, (n_kept, Const(chunks)) + shape))
+        ws_name = abi_out.add(f"partials{si}", ViewType(t.dtype, (n_kept, Const(chunks)) + shape))
         ws = b.op("alloc", [], BufferType(t.dtype, (n_kept, Const(chunks)) + shape, "workspace"),
                   {"arg": ws_name, "init": "first_write"}, "ws")
         lanes = _lane_coords(b, t)
         b.effect("buffer_store", [ws, k_lin, s_arg] + lanes + [part])
         partials.append((c, chain, ws, lanes))
-    ctr_name = private(f"tickets{si}", ViewType("i32", (n_kept,)))
+    ctr_name = abi_out.add(f"tickets{si}", ViewType("i32", (n_kept,)))
     ctr = b.op("alloc", [], BufferType("i32", (n_kept,), "workspace"), {"arg": ctr_name, "init": 0}, "tickets")
     one = b.const(1, ScalarType("i32"), "one")
     ticket = b.op("atomic_rmw", [ctr, k_lin, one], ScalarType("i32"),
@@ -677,8 +673,8 @@ def _split_outer(kernel: Kernel, si: int, names: FreshNames, chunks: int) -> Ker
     segs[si] = replace(seg, extents=tuple(seg.extents) + (Const(chunks),))
     ops = list(body.ops)
     ops[gi] = replace(group, regions=[Region(kept + [s_arg], out)])
-    args = [a.value for a in new_abi] + [body.args[-1]]
-    return replace(kernel, abi=new_abi, space=replace(kernel.space, segments=tuple(segs)), body=Region(args, ops))
+    args = [a.value for a in abi_out.abi] + [body.args[-1]]
+    return replace(kernel, abi=abi_out.abi, space=replace(kernel.space, segments=tuple(segs)), body=Region(args, ops))
 
 
 __all__ = ["split_scalar_reductions", "LANES", "MIN_TILES", "MAX_PROGRAMS", "CHUNK_COUNTS"]
