@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
 from intent_eqsat import ir, kir
+from intent_eqsat.kir.dims import Dim, dim_str, dim_symbols, dim_value, is_product
 from intent_eqsat.providers.torch_ops import TORCH_DTYPE_NAMES, op_ident, op_schema
 
 #: launcher keywords that are not kernel parameters (launch control), passed through by name
@@ -38,7 +39,7 @@ class _Slot:
     name: str                                   # the KIR name (what callers write)
     access: str                                 # "in" | "out" | "inout" | "scalar"
     dtype: str
-    dims: tuple[tuple[str | int, ...], ...] | None
+    dims: tuple[Dim, ...] | None
 
 
 class _OutSizing(NamedTuple):
@@ -148,7 +149,7 @@ class CallPlan:
                                 f"of rank {len(s.dims)}")
             if isinstance(v, torch.Tensor):
                 for dim, n in zip(s.dims, v.shape):
-                    if len(dim) == 1 and isinstance(dim[0], str) and dim[0] not in symbols:
+                    if is_product(dim) and len(dim) == 1 and isinstance(dim[0], str) and dim[0] not in symbols:
                         symbols[dim[0]] = n
         for i, (s, v) in enumerate(zip(self.slots, values)):
             if v is not None:
@@ -158,12 +159,14 @@ class CallPlan:
                                 f"device from; pass {s.name}")
             shape = []
             for dim in s.dims or ():            # plain loops: Dynamo traces this under torch.compile
-                extent = 1
-                for f in dim:
-                    if isinstance(f, str) and f not in symbols:
+                for f in dim_symbols(dim):
+                    if f not in symbols:
                         raise TypeError(f"kernel {self.kernel}: cannot allocate {s.name}: shape symbol {f} is "
                                         f"not the extent of any view passed; pass {s.name}")
-                    extent = extent * (symbols[f] if isinstance(f, str) else f)
+                extent = dim_value(dim, symbols)     # a product, or an arithmetic dim (H - 2): kir.dims
+                if extent < 0:
+                    raise TypeError(f"kernel {self.kernel}: cannot allocate {s.name}: its dimension {dim_str(dim)} "
+                                    f"is {extent} for the views passed")
                 shape.append(extent)
             values[i] = torch.empty(shape, dtype=getattr(torch, TORCH_DTYPE_NAMES[s.dtype]), device=device)
 
@@ -184,7 +187,7 @@ class CallPlan:
             where: dict[str, tuple[int, int]] = {}
             for i in views:
                 for axis, dim in enumerate(self.slots[i].dims):
-                    if len(dim) == 1 and isinstance(dim[0], str):
+                    if is_product(dim) and len(dim) == 1 and isinstance(dim[0], str):
                         where.setdefault(dim[0], (i, axis))
             outs = []
             for i in missing:
@@ -194,6 +197,8 @@ class CallPlan:
                 if like is not None:        # shaped like a given view: torch.empty_like (the cheapest allocation)
                     outs.append(_OutSizing(i, None, [], like))
                     continue
+                if not all(is_product(dim) for dim in out.dims):
+                    break                   # an arithmetic dim (H - 2): allocate() evaluates it
                 dims = [[where.get(f, f) if isinstance(f, str) else f for f in dim] for dim in out.dims]
                 if any(isinstance(f, str) for dim in dims for f in dim):
                     break

@@ -122,14 +122,14 @@ def _construct_kernel(mb: ModuleBuilder, facts: ModuleFacts, kf: KernelFacts, ka
     for p in kernel.params:
         if p.is_view:
             access = _ACCESS[p.access]
-            shape = [poly_to_launch(d) for d in kf.dims[p.name]]
+            shape = [poly_to_launch(d, quotients=kf.quotients) for d in kf.dims[p.name]]
             abi[p.name] = kb.view(p.name, gpu_dtype(p.dtype), shape, access=access)
         else:
             abi[p.name] = kb.scalar(p.name, gpu_dtype(p.dtype))
 
     for ws in worksets:
         keys = kf.stmt_vars[ws.owner.id]
-        extents = [poly_to_launch(kf.vars[k].hi - kf.vars[k].lo) for k in keys]
+        extents = [poly_to_launch(kf.vars[k].hi - kf.vars[k].lo, quotients=kf.quotients) for k in keys]
         kb.segment(extents)
 
     tables = Tables.of(facts, kf)

@@ -29,7 +29,7 @@ points.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from intent_eqsat.errors import ConstructionError
 from intent_eqsat.construct.emitter import Emitter, Step, done, drive
@@ -60,16 +60,27 @@ def gpu_dtype(t: str) -> str:
     return "i1" if t == "bool" else t
 
 
-def poly_to_launch(p: Poly, where: str = "") -> LaunchExpr:
-    """A KIR shape polynomial (integer coefficients over shape symbols) as a LaunchExpr."""
+def poly_to_launch(p: Poly, where: str = "", quotients: Mapping[str, tuple[Poly, Poly]] | None = None) \
+        -> LaunchExpr:
+    """A KIR shape polynomial (integer coefficients over shape symbols) as a LaunchExpr; an atom of ``quotients``
+    (the floor quotient of an arithmetic dim, ``"(H // 2)"``: kir.dims) is its ``num // den``."""
+    quotients = quotients or {}
+
+    def atom_expr(atom: str) -> LaunchExpr:
+        if atom in quotients:
+            num, den = quotients[atom]
+            return BinOp("//", poly_to_launch(num, where, quotients), poly_to_launch(den, where, quotients))
+        return Sym(atom)
+
     out: LaunchExpr | None = None
-    for mono, coef in p.terms:
+    # positive terms first, so that H - 2 prints as H - 2 (not 0 - 2 + H) in IR text and launcher messages
+    for mono, coef in sorted(p.terms, key=lambda t: t[1] < 0):
         if coef.denominator != 1:
             raise ConstructionError(f"extent {p} has a fractional coefficient", where or None)
         c = int(coef)
         term: LaunchExpr | None = None
         for atom in mono:
-            term = Sym(atom) if term is None else BinOp("*", term, Sym(atom))
+            term = atom_expr(atom) if term is None else BinOp("*", term, atom_expr(atom))
         mag = abs(c)
         if term is None:
             term = Const(mag)
@@ -142,7 +153,7 @@ class Lowerer:
         """Note that ``v`` ranges over the whole domain of index variable ``key`` when that domain starts at 0."""
         info = self.kf.vars[key]
         if not info.lo.terms:
-            self.spans[v.name] = poly_to_launch(info.hi)
+            self.spans[v.name] = poly_to_launch(info.hi, quotients=self.kf.quotients)
 
     # -------------------------------------------------------------------------------------------- helpers
 
@@ -198,7 +209,8 @@ class Lowerer:
 
     def extent(self, key: str) -> tuple[Value, Value]:
         info = self.kf.vars[key]
-        return self.launch(poly_to_launch(info.lo)), self.launch(poly_to_launch(info.hi))
+        q = self.kf.quotients
+        return self.launch(poly_to_launch(info.lo, quotients=q)), self.launch(poly_to_launch(info.hi, quotients=q))
 
     # ------------------------------------------------------------------------------------ entry points
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 from typing import Iterable, Sequence, Union
 
 from intent_eqsat.kir import model as m
+from intent_eqsat.kir.dims import Dim
 from intent_eqsat.kir.ids import assign_ids
+from intent_eqsat.kir.parser import parse_dim
 
 Like = Union["Ex", int, float, bool]
 
@@ -261,10 +263,11 @@ def region_scan(var: Ex | str, chunk: int, combine: str, summarize: m.Block | Li
 # -------------------------------------------------------------------------------------------- kernels
 
 
-def _dim(d: str | int) -> tuple[str | int, ...]:
+def _dim(d: str | int) -> Dim:
+    """A dim given as an int or as its KIR text (``"G*CPG"``, ``"H - 2"``)."""
     if isinstance(d, int):
         return (d,)
-    return tuple(int(f) if f.strip().isdigit() else f.strip() for f in d.split("*"))
+    return parse_dim(d)
 
 
 class KernelBuilder:
@@ -276,7 +279,7 @@ class KernelBuilder:
         self.body: list[m.Stmt] = []
 
     def view(self, n: str, dtype: str, *dims: str | int, access: str = "in") -> Tensor:
-        """A view parameter ``n: [access] dtype[dims]``; a dim may be ``"G*CPG"``."""
+        """A view parameter ``n: [access] dtype[dims]``; a dim may be ``"G*CPG"`` or ``"H - 2"``."""
         self.params.append(m.Param(name=n, dtype=dtype, dims=tuple(_dim(d) for d in dims), access=access))
         return Tensor(n)
 

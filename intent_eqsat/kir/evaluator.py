@@ -35,6 +35,7 @@ import numpy as np
 from intent_eqsat.errors import KirEvalError
 from intent_eqsat.kir import dtypes as dt
 from intent_eqsat.kir import model as m
+from intent_eqsat.kir.dims import dim_str, dim_symbols, dim_value, is_product
 from intent_eqsat.kir.infer import BUILTIN_COMBINERS, KernelFacts, ModuleFacts, Ref, where_of
 
 Value = Any  # np.ndarray, or a tuple of np.ndarray for tuple-typed values
@@ -173,6 +174,8 @@ class _KernelEval:
                 if p.name not in arrays or p.dims is None:
                     continue
                 for axis, d in enumerate(p.dims):
+                    if not is_product(d):           # checked below, once its symbols are known (kir.dims)
+                        continue
                     size = arrays[p.name].shape[axis]
                     known = 1
                     unknown = []
@@ -196,6 +199,21 @@ class _KernelEval:
         if missing:
             raise KirEvalError(f"shape symbol(s) {', '.join(missing)} of kernel {k.name!r} are not determined by the "
                                f"inputs; pass them as inputs['{missing[0]}'] = <int>")
+        try:
+            self.sym = self.kf.shape_env(self.sym)
+        except ZeroDivisionError as e:
+            raise KirEvalError(f"kernel {k.name!r}: {e}") from None
+        for p in k.params:
+            for axis, d in enumerate(p.dims or ()):
+                if is_product(d):
+                    continue
+                want = dim_value(d, self.sym)
+                if want < 0:
+                    raise KirEvalError(f"axis {axis} of {p.name!r} would have {dim_str(d)} = {want} elements with "
+                                       f"{', '.join(f'{s}={self.sym[s]}' for s in dim_symbols(d))}", where_of(p))
+                if p.name in arrays and arrays[p.name].shape[axis] != want:
+                    raise KirEvalError(f"axis {axis} of {p.name!r} has size {arrays[p.name].shape[axis]} but its "
+                                       f"declared extent {dim_str(d)} is {want}", where_of(p))
 
     # -------------------------------------------------------------------------------------- statements
 

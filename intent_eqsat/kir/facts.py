@@ -15,6 +15,7 @@ from typing import Mapping
 
 from intent_eqsat.errors import KirError, SourceLocation
 from intent_eqsat.kir import model as m
+from intent_eqsat.kir.dims import with_quotients
 from intent_eqsat.kir.poly import Poly
 
 BUILTIN_COMBINERS = ("add", "mul", "max", "min")
@@ -88,6 +89,12 @@ class KernelFacts:
     stmt_vars: Mapping[str, tuple[str, ...]]
     lets: Mapping[str, LetInfo]
     sites: tuple[Site, ...]
+    #: the floor-quotient atoms of arithmetic dims (``"(H // 2)"`` -> (numerator, divisor)), dependency order
+    quotients: Mapping[str, tuple[Poly, Poly]] = field(default_factory=dict)
+
+    def shape_env(self, symbols: Mapping[str, int]) -> dict[str, int]:
+        """``symbols`` with the value of every quotient atom added: what a shape polynomial evaluates with."""
+        return with_quotients(symbols, self.quotients)
 
 
 @dataclass(frozen=True)

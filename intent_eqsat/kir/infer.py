@@ -28,6 +28,7 @@ from intent_eqsat.kir.facts import (  # noqa: F401  (re-exported: the facts live
     BUILTIN_COMBINERS, NON_ASSOCIATIVE, KernelFacts, LetInfo, ModuleFacts, Ref, Site, VarInfo, kir_error, start_node,
     where_of,
 )
+from intent_eqsat.kir.dims import DimExpr, dim_poly, dim_str, dim_symbols
 from intent_eqsat.kir.poly import Poly
 from intent_eqsat.kir.printer import type_str
 from intent_eqsat.kir.typer import MAX_INDICES, Ctx, ExprTyper, Typing, fits, is_scalar
@@ -118,6 +119,7 @@ class KernelInference:
         self.combiners = combiners
         self.symbols: list[str] = []
         self.dims: dict[str, tuple[Poly, ...]] = {}
+        self.quotients: dict[str, tuple[Poly, Poly]] = {}     # floor-quotient atoms of arithmetic dims (kir.dims)
         self.refs: dict[str, Ref] = {}
         self.vars: dict[str, VarInfo] = {}
         self.bind_keys: dict[str, str] = {}
@@ -139,7 +141,8 @@ class KernelInference:
             kernel=self.kernel, symbols=tuple(self.symbols), dims=MappingProxyType(self.dims),
             types=MappingProxyType(self.typing.types), refs=MappingProxyType(self.refs),
             vars=MappingProxyType(self.vars), bind_keys=MappingProxyType(self.bind_keys),
-            stmt_vars=MappingProxyType(self.stmt_vars), lets=MappingProxyType(self.lets), sites=tuple(self.sites))
+            stmt_vars=MappingProxyType(self.stmt_vars), lets=MappingProxyType(self.lets), sites=tuple(self.sites),
+            quotients=MappingProxyType(self.quotients))
 
     def params(self) -> None:
         names: set[str] = set()
@@ -156,21 +159,36 @@ class KernelInference:
                 continue
             polys = []
             for d in p.dims:
-                poly = Poly.const(1)
-                for f in d:
-                    if isinstance(f, int):
-                        if f < 1:
-                            raise kir_error(f"dimension of {p.name!r} must be positive, got {f}", p)
-                        poly = poly * f
-                    else:
-                        check_identifier(f, p, "shape symbol")
-                        if f in names:
-                            raise kir_error(f"shape symbol {f!r} of {p.name!r} is also the name of a parameter", p)
-                        if f not in self.symbols:
-                            self.symbols.append(f)
-                        poly = poly * Poly.atom(f)
-                polys.append(poly)
+                if isinstance(d, DimExpr):
+                    self.check_dim_expr(d, p)
+                elif not isinstance(d, tuple) or not d:
+                    raise kir_error(f"dimension {d!r} of {p.name!r} is neither a product nor a DimExpr", p)
+                for f in dim_symbols(d):
+                    check_identifier(f, p, "shape symbol")
+                    if f in names:
+                        raise kir_error(f"shape symbol {f!r} of {p.name!r} is also the name of a parameter", p)
+                    if f not in self.symbols:
+                        self.symbols.append(f)
+                for f in (d if isinstance(d, tuple) else ()):
+                    if isinstance(f, bool) or not isinstance(f, (int, str)):
+                        raise kir_error(f"dimension factor {f!r} of {p.name!r} is neither a symbol nor an int", p)
+                    if isinstance(f, int) and f < 1:
+                        raise kir_error(f"dimension of {p.name!r} must be positive, got {f}", p)
+                polys.append(dim_poly(d, self.quotients))
             self.dims[p.name] = tuple(polys)
+
+    def check_dim_expr(self, d: DimExpr, p: m.Param) -> None:
+        """An arithmetic dim's leaves are symbols and non-negative ints; a divisor is a positive int or a symbol
+        expression (its value is checked at run time)."""
+        for t in (d.a, d.b):
+            if isinstance(t, DimExpr):
+                self.check_dim_expr(t, p)
+            elif isinstance(t, bool) or not isinstance(t, (int, str)):
+                raise kir_error(f"dimension term {t!r} of {p.name!r} is neither a symbol nor an int", p)
+            elif isinstance(t, int) and t < 0:
+                raise kir_error(f"dimension {dim_str(d)} of {p.name!r} has a negative literal {t}", p)
+        if d.op == "//" and isinstance(d.b, int) and d.b < 1:
+            raise kir_error(f"dimension {dim_str(d)} of {p.name!r} divides by {d.b}", p)
 
     # -------------------------------------------------------------------------------------- helpers
 

@@ -37,6 +37,29 @@ def _index_ranges(kernel: m.Kernel, dims: dict[str, tuple[Any, ...]], sym: dict[
     return bound
 
 
+#: draws of the shape symbols before :func:`random_inputs` gives up finding sizes where every dim is >= 1
+SIZE_DRAWS = 64
+
+
+def _draw_sizes(kf: Any, sizes: dict[str, int], rng: np.random.Generator, lo: int, hi: int) -> dict[str, int]:
+    """Symbol values (``sizes`` fixed, the others drawn in [lo, hi]) with every dim, arithmetic ones too
+    (``H - 2``), at least ``min(lo, 1)`` and every divisor positive, and the quotient atoms' values added. A kernel
+    whose dims need larger symbols than ``hi`` (``H - 12``) gets the range widened as the draws fail. (One draw per
+    symbol, fixed ones too: the stream of random values is the one it always was for product dims.)"""
+    least = min(lo, 1)
+    for attempt in range(SIZE_DRAWS):
+        top = hi + attempt
+        sym = {s: int(sizes.get(s, rng.integers(lo, top + 1))) for s in kf.symbols}
+        try:
+            env = kf.shape_env(sym)
+        except ZeroDivisionError:
+            continue
+        if all(d.evaluate(env) >= least for ds in kf.dims.values() for d in ds):
+            return env
+    raise ValueError(f"no sizes in [{lo}, {hi + SIZE_DRAWS}] make every dimension of kernel {kf.kernel.name!r} "
+                     f"positive (fixed: {sizes})")
+
+
 #: how float view values are drawn (``random_inputs(values=...)``), the default first
 VALUE_DISTRIBUTIONS = ("normal", "large", "mixed", "signed_zero", "tiny")
 
@@ -71,7 +94,7 @@ def random_inputs(module: m.KirModule, kernel_name: str, rng: np.random.Generato
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     facts = check(module)
     kf = facts.kernels[kernel_name]
-    sym = {s: int((sizes or {}).get(s, rng.integers(lo, hi + 1))) for s in kf.symbols}
+    sym = _draw_sizes(kf, sizes or {}, rng, lo, hi)
     bounds = _index_ranges(kf.kernel, dict(kf.dims), sym)
     out: dict[str, Any] = {}
     for p in kf.kernel.params:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from intent_eqsat.errors import SourceLocation
+from intent_eqsat.kir.dims import Dim
 
 # A KIR type is a scalar dtype name ("f32") or a flat tuple of them (("f32", "i64")) for tuple combiners.
 Type = Union[str, tuple[str, ...]]
@@ -261,11 +262,12 @@ class Param(Node):
     """A kernel parameter. A view has ``dims`` (a tuple, possibly empty for a 0-d view) and an ``access`` of
     ``in``/``out``/``inout``; a by-value scalar has ``dims is None`` and access ``in``.
     Each dim is an int or a product of shape symbols and ints written as a tuple of factors, e.g. ``("G", "CPG")``
-    for ``G*CPG``; a plain symbol is the 1-tuple ``("N",)`` and a plain int is ``(4,)``."""
+    for ``G*CPG``; a plain symbol is the 1-tuple ``("N",)`` and a plain int is ``(4,)``. Any other dim (``H - 2``,
+    ``H // 2``) is a :class:`intent_eqsat.kir.dims.DimExpr` (kir/dims.py says how the two forms bind symbols)."""
 
     name: str
     dtype: str
-    dims: tuple[tuple[str | int, ...], ...] | None = None
+    dims: tuple[Dim, ...] | None = None
     access: str = "in"
 
     @property

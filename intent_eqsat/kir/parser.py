@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from intent_eqsat.errors import ParseError, SourceLocation
 from intent_eqsat.kir import model as m
+from intent_eqsat.kir.dims import Dim, DimExpr, DimTerm
 from intent_eqsat.kir.ids import assign_ids
 from intent_eqsat.kir.lexer import Token, tokenize
 
@@ -22,6 +23,7 @@ ADD_OPS = {"+": "add", "-": "sub"}
 MUL_OPS = {"*": "mul", "/": "div", "//": "floordiv", "%": "mod"}
 MAX_NESTING = 40      # nested parentheses / calls / unary operators
 MAX_TREE_DEPTH = m.MAX_TREE_DEPTH  # depth of any expression tree (long operator chains build deep trees)
+MAX_DIM_OPERATORS = 32  # operators in one view dimension (H - 2, (H + 2*P - K) // S + 1)
 INT_LIMIT = 2**63     # integer literals (values, dims, tuple components, chunk sizes) are below it in magnitude
 
 
@@ -31,6 +33,16 @@ def parse(text: str, filename: str | None = None) -> m.KirModule:
     module = m.KirModule(items=module.items, filename=filename, loc=SourceLocation(filename, 1, 1))
     _check_depth(module)
     return assign_ids(module)
+
+
+def parse_dim(text: str) -> Dim:
+    """One view dimension written as in a ``.kir`` signature (``"N"``, ``"G*CPG"``, ``"H - 2"``); the builder's
+    string dims. Raises :class:`ParseError`."""
+    p = _Parser(tokenize(text))
+    d = p.dim()
+    if p.tok.kind != "eof":
+        raise ParseError(f"expected the end of the dimension, found {p._describe(p.tok)}", p.tok.loc)
+    return d
 
 
 def _check_depth(module: m.KirModule) -> None:
@@ -156,16 +168,50 @@ class _Parser:
         self.expect("]", "',' or ']'")
         return m.Param(name=name.text, dtype=dtype, dims=tuple(dims), access=access, loc=name.loc)
 
-    def dim(self) -> tuple[str | int, ...]:
-        factors = [self.dim_factor()]
-        while self.accept("*"):
-            factors.append(self.dim_factor())
-        return tuple(factors)
+    def dim(self) -> Dim:
+        """A product of factors (``G*CPG``: the tuple of its factors) or an arithmetic dim (``H - 2``, ``H // 2``:
+        a :class:`DimExpr`), kir.dims. At most ``MAX_DIM_OPERATORS`` operators (the dim is a tree walked
+        recursively)."""
+        start = self.tok
+        first = self.pos
+        d = self.dim_sum()
+        ops = sum(1 for t in self.toks[first:self.pos] if t.kind == "op" and t.text in ("+", "-", "*", "//"))
+        if ops > MAX_DIM_OPERATORS:
+            raise ParseError(f"dimension has {ops} operators (at most {MAX_DIM_OPERATORS})", start.loc)
+        return d
 
-    def dim_factor(self) -> str | int:
+    def dim_sum(self) -> Dim:
+        left = self.dim_term()
+        while self.at("+") or self.at("-"):
+            op = self.advance().text
+            left = DimExpr(op, _dim_term(left), _dim_term(self.dim_term()))
+        return left
+
+    def dim_term(self) -> Dim:
+        """Factors joined by ``*`` stay a product tuple until a ``//`` or a parenthesized sum joins them."""
+        left = self.dim_factor()
+        while self.at("*") or self.at("//"):
+            op = self.advance().text
+            right = self.dim_factor()
+            if op == "*" and isinstance(left, tuple) and isinstance(right, tuple):
+                left = left + right
+            else:
+                left = DimExpr(op, _dim_term(left), _dim_term(right))
+        return left
+
+    def dim_factor(self) -> Dim:
+        if self.at("("):
+            self.advance()
+            self.nest()
+            try:
+                inner = self.dim_sum()
+                self.expect(")", "an operator (+ - * //) or ')'")
+            finally:
+                self.nesting -= 1
+            return inner                    # a parenthesized product is still a product: 2*(G*CPG) = 2*G*CPG
         if self.tok.kind == "int":
-            return self.int_literal("a dimension")
-        return self.ident("a dimension (a shape symbol or an integer)").text
+            return (self.int_literal("a dimension"),)
+        return (self.ident("a dimension (a shape symbol, an integer or an expression of them)").text,)
 
     def combiner(self) -> m.Combiner:
         start = self.expect("combiner")
@@ -577,3 +623,19 @@ def _number(t: Token, negate: bool, loc: SourceLocation) -> m.Num:
 
 def _type_str(t: m.Type) -> str:
     return t if isinstance(t, str) else "(" + ", ".join(t) + ")"
+
+
+def _dim_term(d: Dim) -> DimTerm:
+    """A parsed dim as an operand of a :class:`DimExpr`: a 1-factor product is its factor, a longer one a ``*``
+    chain."""
+    if not isinstance(d, tuple):
+        return d
+    if len(d) == 1:
+        return d[0]
+    return DimExpr("*", *_split(d))
+
+
+def _split(factors: tuple) -> tuple[DimTerm, DimTerm]:
+    """``(a, b, c)`` as the operands of ``(a * b) * c``."""
+    head = factors[0] if len(factors) == 2 else _dim_term(factors[:-1])
+    return head, factors[-1]

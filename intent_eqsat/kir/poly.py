@@ -96,6 +96,26 @@ class Poly:
             total += p
         return total
 
+    def exact_quotient(self, divisor: Poly) -> Poly | None:
+        """``self / divisor`` when ``divisor`` is one term ``c * m`` (a positive constant times a monomial) that divides
+        every term of ``self`` to an integer coefficient, else None. ``(G*CPG - 1 + 1) / CPG`` is ``G``: the bound
+        ``c // CPG < G`` of a channel ``c`` in ``0..G*CPG`` (issue 27 item 7)."""
+        if len(divisor.terms) != 1 or divisor.terms[0][1] <= 0:
+            return None
+        mono, c = divisor.terms[0]
+        out: dict[Monomial, Fraction] = {}
+        for k, v in self.terms:
+            rest = list(k)
+            for a in mono:
+                if a not in rest:
+                    return None
+                rest.remove(a)
+            q = v / c
+            if q.denominator != 1:
+                return None
+            out[tuple(rest)] = q
+        return Poly(out)
+
     def __str__(self) -> str:
         if not self.terms:
             return "0"
@@ -185,11 +205,25 @@ def interval_of(p: Poly, atoms: Mapping[str, Interval]) -> Interval:
     return total
 
 
-def prove_nonneg(p: Poly, atoms: Mapping[str, Interval], facts: Iterable[Poly] = ()) -> bool:
+def prove_nonneg(p: Poly, atoms: Mapping[str, Interval], facts: Iterable[Poly] = (),
+                 refine: Mapping[str, Interval] | None = None) -> bool:
     """Is ``p >= 0`` everywhere, using atom bounds and, optionally, one of the known facts ``f >= 0``
-    (``p = f + rest`` with ``rest`` provably non-negative)? This is how ``where`` guards discharge subscripts."""
+    (``p = f + rest`` with ``rest`` provably non-negative)? This is how ``where`` guards discharge subscripts.
+
+    ``refine`` bounds atoms that ``atoms`` keeps opaque (the floor quotient ``(H // 2)`` of an arithmetic dim:
+    kir.dims): they are substituted only after the first round, so that an index over ``0..(H // 2)`` subscripting
+    an axis of extent ``H // 2`` cancels exactly, while ``2*i + 1 < H`` still uses ``H // 2 <= H / 2``."""
+    both = {**atoms, **refine} if refine else atoms
     for q in (p, *(p - f for f in facts)):
         lo = interval_of(q, atoms).lo
+        for _ in range(SUBSTITUTION_ROUNDS if refine else 0):
+            if lo is None or provably_nonneg(lo) or not any(a in refine for a in lo.atoms()):
+                break
+            lo = interval_of(lo, both).lo
         if lo is not None and provably_nonneg(lo):
             return True
     return False
+
+
+#: how many times :func:`prove_nonneg` substitutes ``refine`` bounds into a bound that still holds such atoms
+SUBSTITUTION_ROUNDS = 3

@@ -7,6 +7,7 @@ original spacing are not kept: the printed form is canonical.
 from __future__ import annotations
 
 from intent_eqsat.kir import model as m
+from intent_eqsat.kir.dims import dim_str
 
 # Binding strength, loosest first (see parser.py: where < || < && < ! < comparisons < + - < * / // % < unary - <
 # postfix .k < atoms).
@@ -31,9 +32,6 @@ def print_expr(e: m.Expr, indent: str = "") -> str:
 def type_str(t: m.Type) -> str:
     return t if isinstance(t, str) else "(" + ", ".join(t) + ")"
 
-
-def dim_str(d: tuple[str | int, ...]) -> str:
-    return "*".join(str(f) for f in d)
 
 
 def param_str(p: m.Param) -> str:

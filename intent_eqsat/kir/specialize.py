@@ -22,6 +22,7 @@ from typing import Iterable, Mapping, Sequence
 
 from intent_eqsat.errors import KirError
 from intent_eqsat.kir import model as m
+from intent_eqsat.kir.dims import dim_symbols, fold_dim
 from intent_eqsat.kir.ids import assign_ids, replace_children
 
 #: the most specialized kernels one request may make (each is a full compile)
@@ -33,8 +34,8 @@ def shape_symbols(kernel: m.Kernel) -> list[str]:
     out: list[str] = []
     for p in kernel.params:
         for dim in p.dims or ():
-            for f in dim:
-                if isinstance(f, str) and f not in out:
+            for f in dim_symbols(dim):
+                if f not in out:
                     out.append(f)
     return out
 
@@ -84,7 +85,7 @@ def specialize_kernel(kernel: m.Kernel, values: Mapping[str, int], name: str | N
         raise KirError(f"kernel {kernel.name!r} has no shape symbol {', '.join(map(repr, unknown))} "
                        f"(its shape symbols: {', '.join(have) or 'none'})", kernel.loc)
     vals = {s: int(v) for s, v in values.items()}
-    params = tuple(dataclasses.replace(p, dims=tuple(_fold_dim(d, vals) for d in p.dims))
+    params = tuple(dataclasses.replace(p, dims=tuple(fold_dim(d, vals) for d in p.dims))
                    if p.dims is not None else p for p in kernel.params)
     body = tuple(_substitute(s, vals) for s in kernel.body)
     new_name = name or f"{kernel.name}__{specialization_suffix(vals)}"
@@ -98,22 +99,6 @@ def specialize(module: m.KirModule, kernel_name: str, values: Mapping[str, int],
     kernel = module.kernel(kernel_name)
     items: Iterable[m.Kernel | m.Combiner] = (*module.combiners, specialize_kernel(kernel, values, name))
     return assign_ids(dataclasses.replace(module, items=tuple(items)))
-
-
-def _fold_dim(dim: tuple[str | int, ...], values: Mapping[str, int]) -> tuple[str | int, ...]:
-    """One dim (a product of factors) with the known symbols replaced; the integer factors folded into one, first."""
-    const = 1
-    syms: list[str] = []
-    for f in dim:
-        if isinstance(f, str) and f in values:
-            const *= values[f]
-        elif isinstance(f, str):
-            syms.append(f)
-        else:
-            const *= int(f)
-    if not syms:
-        return (const,)
-    return tuple(syms) if const == 1 else (const, *syms)
 
 
 def _substitute(node: m.Node, values: Mapping[str, int]) -> m.Node:

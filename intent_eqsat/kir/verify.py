@@ -29,6 +29,7 @@ import numpy as np
 from intent_eqsat.errors import KirError
 from intent_eqsat.kir import dtypes as dt
 from intent_eqsat.kir import model as m
+from intent_eqsat.kir.dims import dim_str, dim_symbols, is_product
 from intent_eqsat.kir.ids import assign_ids
 from intent_eqsat.kir.infer import KernelFacts, ModuleFacts, Ref, Site, infer_module, start_node, where_of
 from intent_eqsat.kir.poly import Interval, Poly, interval_of, prove_nonneg, provably_nonneg
@@ -135,6 +136,11 @@ class SubscriptPolys:
         self.atoms: dict[str, Interval] = {s: Interval(Poly.atom(s), Poly.atom(s)) for s in kf.symbols}
         for key, info in kf.vars.items():
             self.atoms["@" + key] = Interval(info.lo, info.hi - 1)
+        #: the floor quotients of arithmetic dims (``(H // 2)``): opaque in ``atoms``, bounded here (prove_nonneg)
+        self.refine: dict[str, Interval] = {}
+        for key, (num, den) in kf.quotients.items():
+            self.atoms[key] = Interval(Poly.atom(key), Poly.atom(key))
+            self.refine[key] = self.quotient_interval(num, den, "floordiv")
 
     def poly(self, e: m.Expr) -> Poly:
         if isinstance(e, m.Num):
@@ -170,30 +176,47 @@ class SubscriptPolys:
         return Poly.atom(key)
 
     def opaque_div(self, e: m.Binary) -> Poly:
-        a = self.poly(e.a)
-        b = self.poly(e.b)
+        """``a // b`` or ``a % b`` as an opaque atom with the interval its operands imply
+        (:meth:`quotient_interval`)."""
         key = f"({print_expr(e)})"
+        if key not in self.refine:          # (a subscript written like a dim's quotient is that quotient)
+            self.atoms[key] = self.quotient_interval(self.poly(e.a), self.poly(e.b), e.op)
+        return Poly.atom(key)
+
+    def quotient_interval(self, a: Poly, b: Poly, op: str) -> Interval:
+        """The interval of ``a // b`` (``op`` "floordiv") or ``a % b`` ("mod"). ``b`` must be a positive constant or
+        a positive multiple of a product of shape symbols (each >= 1) for a bound to be known.
+
+        Floor division by such a ``b`` is bounded exactly when a bound of ``a`` is a multiple of ``b``: ``a <= b*q - 1``
+        gives ``a // b <= q - 1`` and ``a >= b*q`` gives ``a // b >= q`` (any sign, ``q`` an integer polynomial), so a
+        channel ``c`` in ``0..G*CPG`` gives ``c // CPG`` in ``[0, G - 1]`` and ``i`` in ``0..2*H`` gives ``i // 2`` in
+        ``[0, H - 1]`` (issue 27 item 7). Otherwise a constant ``b`` divides the bounds (rounded when constant) and a
+        symbolic ``b`` keeps a non-negative ``a``'s bounds (``0 <= a // b <= a``)."""
         ia = interval_of(a, self.atoms)
         lo: Poly | None = None
         hi: Poly | None = None
-        if b.is_const() and b.const_value() > 0:
+        positive_const = b.is_const() and b.const_value() > 0
+        positive_monomial = len(b.terms) == 1 and b.terms[0][1] > 0 and all(x in self.kf.symbols
+                                                                             for x in b.terms[0][0])
+        if (positive_const or positive_monomial) and op == "mod":
+            lo, hi = Poly(), b - 1
+        elif positive_const:
             c = b.const_value()
-            if e.op == "mod":
-                lo, hi = Poly(), Poly.const(c - 1)
-            else:
-                # floor(x / c) lies in [(x - (c - 1)) / c, x / c]; exact when the bound is a constant.
-                lo = None if ia.lo is None else _div_bound(ia.lo - (c - 1), c, math.ceil)
-                hi = None if ia.hi is None else _div_bound(ia.hi, c, math.floor)
-        elif len(b.terms) == 1 and b.terms[0][1] == 1 and len(b.terms[0][0]) == 1 \
-                and b.terms[0][0][0] in self.kf.symbols:
-            if e.op == "mod":
-                lo, hi = Poly(), b - 1
-            else:
-                nonneg = ia.lo is not None and provably_nonneg(ia.lo)
-                lo = Poly() if nonneg else None
-                hi = ia.hi if nonneg and ia.hi is not None and provably_nonneg(ia.hi) else None
-        self.atoms[key] = Interval(lo, hi)
-        return Poly.atom(key)
+            # floor(x / c) lies in [(x - (c - 1)) / c, x / c]; exact when the bound is a constant.
+            lo = None if ia.lo is None else _div_bound(ia.lo - (c - 1), c, math.ceil)
+            hi = None if ia.hi is None else _div_bound(ia.hi, c, math.floor)
+        elif positive_monomial:
+            nonneg = ia.lo is not None and provably_nonneg(ia.lo)
+            lo = Poly() if nonneg else None
+            hi = ia.hi if nonneg and ia.hi is not None and provably_nonneg(ia.hi) else None
+        if (positive_const or positive_monomial) and op == "floordiv":
+            q_lo = None if ia.lo is None else ia.lo.exact_quotient(b)
+            q_hi = None if ia.hi is None else (ia.hi + 1).exact_quotient(b)
+            if q_lo is not None:
+                lo = q_lo
+            if q_hi is not None:
+                hi = q_hi - 1
+        return Interval(lo, hi)
 
     def facts(self, guards: tuple[m.Expr, ...]) -> list[Poly]:
         """Conditions of enclosing ``where``s as facts ``p >= 0`` (integer comparisons joined by ``&&``)."""
@@ -269,6 +292,8 @@ class _KernelChecks:
             progress = False
             for p in k.params:
                 for d in p.dims or ():
+                    if not is_product(d):           # an arithmetic dim (H - 2) determines nothing: kir.dims
+                        continue
                     unknown = [f for f in d if isinstance(f, str) and f not in known]
                     if len(unknown) == 1:
                         known.add(unknown[0])
@@ -276,7 +301,13 @@ class _KernelChecks:
         for s in self.kf.symbols:
             if s in known:
                 continue
-            p, d = next((p, d) for p in k.params for d in p.dims or () if s in d)
+            in_product = [(p, d) for p in k.params for d in p.dims or () if is_product(d) and s in d]
+            if not in_product:
+                p, d = next((p, d) for p in k.params for d in p.dims or () if s in dim_symbols(d))
+                raise KirError(f"shape symbol {s!r} cannot be determined from the view shapes: it appears only in "
+                               f"the dimension {dim_str(d)} of {p.name!r}, and a dimension that is not a product "
+                               f"determines no symbol; make {s} a whole dimension of some view", where_of(p))
+            p, d = in_product[0]
             others = [f for f in d if isinstance(f, str) and f != s]
             why = (f"it is a factor of {s}*{s}" if d.count(s) > 1 else
                    f"its co-factor{'s' if len(others) > 1 else ''} {', '.join(dict.fromkeys(others))} "
@@ -294,8 +325,9 @@ class _KernelChecks:
             return
         facts = self.polys.facts(site.guards)
         atoms = self.polys.atoms
-        low_ok = prove_nonneg(s, atoms, facts)
-        high_ok = prove_nonneg(site.extent - 1 - s, atoms, facts)
+        refine = self.polys.refine
+        low_ok = prove_nonneg(s, atoms, facts, refine)
+        high_ok = prove_nonneg(site.extent - 1 - s, atoms, facts, refine)
         if low_ok and high_ok:
             return
         sub = site.sub
@@ -351,10 +383,18 @@ class _KernelChecks:
     # ------------------------------------------------------------------------------------- out views
 
     def full_store(self, s: m.Assign) -> bool:
+        """A plain store whose subscripts are distinct index variables, each ranging over its whole axis (a free
+        index of a store ranges over the first axis it subscripts, the left-hand side first), or the literal ``0``
+        on an axis of extent 1 (``Y[m, 0]`` of ``Y: out f32[M, 1]``, a kept dimension as PyTorch's ``keepdim``
+        writes it; issue 27 item 7)."""
         if s.op != "=" or s.collide is not None:
             return False
+        extents = self.kf.dims[s.target]
         names = []
-        for sub in s.subs:
+        for axis, sub in enumerate(s.subs):
+            if isinstance(sub, m.Num) and sub.kind == "int" and int(sub.text) == 0 \
+                    and extents[axis] == Poly.const(1):
+                continue
             ref = self.kf.refs.get(sub.id) if isinstance(sub, m.Name) else None
             if ref is None or ref.kind != "index":
                 return False
