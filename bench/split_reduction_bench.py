@@ -154,6 +154,11 @@ def main(argv: list[str] | None = None) -> int:
                    "picked_warps": mod.LAUNCH_OPTIONS["num_warps"]}
             for w in warps:
                 row[f"w{w}_ms"] = do_bench(lambda: mod.launch(*ins, out, num_warps=w), warmup=25, rep=100)
+            # hundreds of timed launches later the output is still right: a race between programs (the last
+            # arriver reading a partial before it lands) shows as a moving error (device/METHOD.md)
+            out.fill_(float("nan"))
+            mod.launch(*ins, out)
+            row["rel_err_after_timing"] = ((out.double() - want).norm() / want.norm()).item()
             if base is not None:
                 row["base_ms"] = do_bench(lambda: base.launch(*ins, out), warmup=25, rep=100)
             row["eager_ms"] = do_bench(lambda: fn(*ins), warmup=25, rep=100)
@@ -174,13 +179,15 @@ def main(argv: list[str] | None = None) -> int:
         pick = ours.get(r["picked_warps"], min(ours.values()))
         best = min(ours.values())
         shape = "x".join(str(v) for v in r["sizes"].values())
-        print(f"{r['kernel']:10} {shape:22} {r['rel_err']:8.1e} {r['eager_rel_err']:9.1e} "
+        err = max(r["rel_err"], r.get("rel_err_after_timing", 0.0))
+        print(f"{r['kernel']:10} {shape:22} {err:8.1e} {r['eager_rel_err']:9.1e} "
               + " ".join(f"{ours[w]:7.3f}" for w in warps)
               + f" {r['eager_ms']:7.3f} {r['compile_ms']:7.3f} {r['eager_ms'] / pick:8.2f} "
                 f"{r['compile_ms'] / pick:8.2f} {r['bytes'] / best / 1e6:6.0f}")
         if "base_ms" in r:
             print(f"{'':10} {'base (--base) ms':22} {r['base_ms']:8.3f}  ours/base speedup {r['base_ms'] / pick:6.2f}")
-    print("(vs eager / vs comp at the picked warps; w1..w8 ms at num_warps 1..8)")
+    print("(rel err: the worse of the first launch and one after the timed launches; vs eager / vs comp at the "
+          "picked warps; w1..w8 ms at num_warps 1..8)")
     return 0
 
 

@@ -27,7 +27,7 @@ from intent_eqsat.ir.core import ACCESS_MODES, ORDERS, Kernel, Module, Op, Regio
 from intent_eqsat.ir.launch_probe import Finding, probe
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     children, equivalent, evaluate, product)
-from intent_eqsat.ir.spec import (ACCESS_OPS, ACCESS_PAYLOAD, ATOMIC_ACCESSES, BINARY_OPS, CMP_PREDICATES,
+from intent_eqsat.ir.spec import (ACCESS_OPS, ACCESS_PAYLOAD, access_layout, ATOMIC_ACCESSES, BINARY_OPS, CMP_PREDICATES,
                                   COMBINERS, COMMON_ATTRS, MEMORY_ORDERS, READ_ACCESSES, RMW_KINDS,
                                   SHARING_DOMAINS, SPECS, UNARY_OPS, WRITE_ACCESSES)
 from intent_eqsat.ir.types import (BUFFER_SCOPES, BufferType, FragmentType, ScalarType, TupleType, Type, ViewType,
@@ -1409,6 +1409,12 @@ def _region_problem(op: Op) -> tuple[Op | None, str] | None:
 
 def _ticket_exempt(info: _KernelInfo, op: Op, labels: dict[str, frozenset],
                    buffers: dict[str, Type]) -> frozenset | None:
+    found = _ticket_guard(info, op, labels, buffers)
+    return None if found is None else found[0]
+
+
+def _ticket_guard(info: _KernelInfo, op: Op, labels: dict[str, frozenset],
+                  buffers: dict[str, Type]) -> tuple[frozenset, Op] | None:
     """The program-coordinate labels a write under a *ticket guard* need not depend on (None: no guard).
 
     The guard is an enclosing ``if(cmp eq(t, c))`` where ``t`` is a ticket: the old value of
@@ -1429,7 +1435,41 @@ def _ticket_exempt(info: _KernelInfo, op: Op, labels: dict[str, frozenset],
             if coords is not None and not labels.get(c.name):
                 read = frozenset().union(*(labels.get(v.name, frozenset()) for v in coords))
                 every = frozenset().union(*labels.values()) if labels else frozenset()
-                return every - read
+                return every - read, info.def_op[t.name]
+    return None
+
+
+#: ticket orders that make the last arriver's plain workspace reads see every program's earlier stores
+_ORDERING_TICKETS = ("acq_rel", "seq_cst")
+
+
+def _unordered_workspace_read(info: _KernelInfo, op: Op, labels: dict[str, frozenset],
+                              buffers: dict[str, Type]) -> str | None:
+    """Why a ``buffer_load`` of a workspace buffer may race with another instance's store (None: it cannot).
+
+    A workspace is shared by the launch's instances (SPEC IR-4.4, IR-9), so a plain read of one is ordered after
+    the other instances' stores only under a ticket guard (:func:`_ticket_guard`) whose draw is ``acq_rel`` (or
+    ``seq_cst``): each instance's draw releases its earlier stores, the guarded instance's draw acquires them all.
+    The split reductions' last-arriver combine reads its partials this way. A read of the very coordinates the
+    instance itself stores (the same coordinate values as one of its ``buffer_store`` s of the buffer) reads its
+    own write and needs no guard."""
+    bt = buffers.get(op.operands[0].name)
+    if not (isinstance(bt, BufferType) and bt.scope == "workspace"):
+        return None
+    def coords(a: Op) -> list[str]:
+        n, _ = access_layout(a.name, len(a.operands), bool(a.attrs.get("valid")))
+        return [v.name for v in a.operands[1:1 + n]]
+    if any(w.name == "buffer_store" and w.operands[0].name == op.operands[0].name and coords(w) == coords(op)
+           for w in info.ops):
+        return None
+    found = _ticket_guard(info, op, labels, buffers)
+    if found is None:
+        return (f"buffer_load of workspace %{op.operands[0].name} outside a ticket guard: other program instances "
+                f"may still be writing it (read it under if(cmp eq(ticket, c)) of an acq_rel ticket, or atomically)")
+    order = found[1].attrs.get("order")
+    if order not in _ORDERING_TICKETS:
+        return (f"buffer_load of workspace %{op.operands[0].name} under a ticket drawn with order {order}: the draw "
+                f"must be acq_rel (or seq_cst) to order the other instances' stores before this read")
     return None
 
 
@@ -1738,7 +1778,8 @@ def check_conflicts(ctx: _Ctx) -> Errors:
     execution group has coordinates that depend (def-use) on every coordinate axis of its segment that can hold
     more than one program, and a plain write outside any group depends on the program coordinate unless one
     program is launched - otherwise several instances write the same elements. Atomics and scatter_reduce are
-    exempt: they declare how collisions resolve. Within one plain write the valid members write distinct
+    exempt: they declare how collisions resolve. A ``buffer_load`` of a workspace buffer sits under an ``acq_rel``
+    ticket guard (:func:`_unordered_workspace_read`). Within one plain write the valid members write distinct
     elements: two that provably write one element at a launch probe (:mod:`intent_eqsat.ir.launch_probe`) are a
     conflict too (data-dependent coordinates are the run time's to check).
     """
@@ -1759,6 +1800,11 @@ def check_conflicts(ctx: _Ctx) -> Errors:
         labels = info.labels(seeds)
         buffers = {op.results[0].name: op.results[0].type for op in info.ops if op.name == "alloc" and op.results}
         for op in info.ops:
+            if op.name == "buffer_load" and op.operands:
+                msg = _unordered_workspace_read(info, op, labels, buffers)
+                if msg is not None:
+                    yield ctx.err(9, msg, info, op)
+                continue
             if op.name not in WRITE_ACCESSES or not op.operands:
                 continue
             res = op.operands[0]

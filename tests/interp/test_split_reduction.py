@@ -157,7 +157,8 @@ def test_a_2_26_member_f32_sum_is_within_1e_6_of_float64() -> None:
     assert abs(running - want) > 1e-3 * want
 
 
-def _ticket_program(counter_in_loop: bool = False, compare_with_pid: bool = False) -> str:
+def _ticket_program(counter_in_loop: bool = False, compare_with_pid: bool = False, plain_read: bool = False,
+                    order: str = "acq_rel") -> str:
     body = """
         %ws = alloc() {arg = W, init = first_write} : buffer<f32, [P], workspace>
         %x = load(%X, %p) : f32
@@ -178,14 +179,14 @@ def _ticket_program(counter_in_loop: bool = False, compare_with_pid: bool = Fals
         }
 """
     else:
-        body += "        %t = atomic_rmw(%ctr, %zero, %one) {domain = device, kind = add, order = acq_rel} : i32\n"
+        body += f"        %t = atomic_rmw(%ctr, %zero, %one) {{domain = device, kind = add, order = {order}}} : i32\n"
     other = "%pi" if compare_with_pid else "%last"
     if compare_with_pid:
         body += "        %pi = cast(%p) : i32\n"
     body += f"""
         %is_last = cmp(%t, {other}) {{pred = eq}} : i1
         if(%is_last) () {{
-          %w = atomic_load(%ws, %p) {{domain = device, order = acquire}} : f32
+          %w = {"buffer_load(%ws, %zero)" if plain_read else "atomic_load(%ws, %p) {domain = device, order = acquire}"} : f32
           store(%L, %w)
           yield()
         }} () {{
@@ -225,6 +226,27 @@ def test_the_ticket_guard_accepts_only_a_ticket() -> None:
             ir.verify(ir.parse_module(bad))
 
 
+def test_a_plain_workspace_read_needs_an_acq_rel_ticket_guard() -> None:
+    """The last arriver reads another program's partial (element 0) with a plain load: its acq_rel draw acquires
+    what every program's draw released. The same read outside the guard, or under a relaxed ticket, may race with
+    program 0 still storing; a program reading back the element it stored itself needs no guard."""
+    good = ir.parse_module(_ticket_program(plain_read=True))
+    ir.verify(good)
+    out = ir.interpret(good, "k", {"X": np.arange(1, 6, dtype=np.float32), "L": np.zeros((), np.float32)})
+    assert float(out["L"]) == 1.0                          # the last program read program 0's X[0]
+    with pytest.raises(IntentError, match="invariant 9.*under a ticket drawn with order relaxed"):
+        ir.verify(ir.parse_module(_ticket_program(plain_read=True, order="relaxed")))
+    own = _ticket_program(plain_read=True).replace(
+        "        %one = const() {value = 1} : i32\n",
+        "        %one = const() {value = 1} : i32\n        %mine = buffer_load(%ws, %p) : f32\n", 1)
+    ir.verify(ir.parse_module(own))
+    outside = _ticket_program(plain_read=True).replace(
+        "        %one = const() {value = 1} : i32\n",
+        "        %one = const() {value = 1} : i32\n        %early = buffer_load(%ws, %zero) : f32\n", 1)
+    with pytest.raises(IntentError, match="invariant 9.*buffer_load of workspace %ws outside a ticket guard"):
+        ir.verify(ir.parse_module(outside))
+
+
 def test_an_atomic_on_a_program_buffer_is_refused() -> None:
     text = _ticket_program().replace("buffer<i32, [1], workspace>", "buffer<i32, [1], program>") \
         .replace("{arg = C, init = 0}", "{init = 0}")
@@ -257,6 +279,9 @@ def test_outer_split_matches_float64(name, sizes, small, gen_dir, interpret_mode
     ck = intent_eqsat.compile(path.read_text(), target="sm90", provider="triton", sizes=sizes)
     k = ck.program.kernels[0]
     assert _is_split(k), ir.print_module(ck.program)
+    # the last arriver reads the partials with plain loads ordered by its ticket, spelled volatile (not one
+    # atomic read-modify-write per element, which cost a third of the long-K time on the H200)
+    assert "atomic_load" not in ir.print_module(ck.program) and "volatile=True" in ck.source
     if name.startswith("gemm"):
         # the K loop keeps its matrix-unit contract over output tiles re-ranked for the split (not the 32 x 32
         # tiles that are cheapest unsplit): chunks x output tiles fill the GPU

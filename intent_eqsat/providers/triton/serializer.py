@@ -1337,14 +1337,15 @@ class _Printer:
         x = self.var(v)
         return x if self.TL[v.type.dtype] == self.TL[dt] else f"{x}.to({self.TL[dt]})"
 
-    def op_load(self, op: Op) -> None:
+    def op_load(self, op: Op, volatile: bool = False) -> None:
         ptr, _, vld, ashape = self._access_parts(op)
         dt = self._view_of(op).value.type.dtype
         mask = self._checked_mask(op, vld, ashape) or (self.var(vld) if vld is not None else None)
+        vol = ", volatile=True" if volatile else ""
         if mask is None:
-            e = f"tl.load({ptr})"
+            e = f"tl.load({ptr}{vol})"
         else:
-            e = f"tl.load({ptr}, mask={mask}, other={self._fill(op, dt)})"
+            e = f"tl.load({ptr}, mask={mask}, other={self._fill(op, dt)}{vol})"
         if self.TL[dt] != self.TL[op.result.type.dtype]:
             e = f"{e}.to({self.TL[op.result.type.dtype]})"
         self.emit(f"{self.var(op.result)} = {e}", op)
@@ -1456,7 +1457,9 @@ class _Printer:
     def op_buffer_load(self, op: Op) -> None:
         form = self.p.buffer_access[id(op)]
         if form == "workspace":
-            return self.op_load(op)
+            # other programs wrote it (ordered by the ticket's acquire: docs/gpu_ir.md); volatile keeps the read
+            # out of this SM's L1, which is not coherent with the other SMs' stores
+            return self.op_load(op, volatile=True)
         buf = op.operands[0]
         t = buf.type
         valid = bool(op.attrs.get("valid"))
