@@ -26,7 +26,7 @@ Declaration (SPEC PASS-1):
   whose body is only such a nest started from its carried value (``sum(i, j: ..)`` is a loop over ``i`` threading
   its total through the loop over ``j``); bounds that are ``launch`` or ``const`` values (LaunchExprs) defined
   outside the nest; the member ``x``'s ops; the views the member reads. Chunk form: any row-major group's
-  top-level *reduction chains*: a ``for`` with one float carry (a scalar or a fragment), constant step and
+  top-level *reduction chains*: a ``for`` with one float or integer carry (a scalar or a fragment), constant step and
   LaunchExpr bounds, marked ``reduce = c`` or threading its carry through such a chain in its body (other body ops
   do not read the carry), writing nothing. Both: the cost model (``PassContext.cost``) of the kernel before and
   after (the chunk form only runs with a model; a split is kept at ``SPLIT_GAIN`` of the unsplit price or less).
@@ -98,7 +98,17 @@ SPLIT_GAIN = 0.5
 RISES_TO_STOP = 2
 COMBINERS = ("add", "mul", "max", "min")
 _IDENTITY = {"add": 0.0, "mul": 1.0, "max": float("-inf"), "min": float("inf")}
-_FLOATS = ("f16", "bf16", "f32", "f64")
+#: carries a split may regroup: floats (ordinary reduce, PASS-4) and integers, whose add and mul wrap modulo 2^bits
+#: and so regroup exactly, like max and min (an int32 count of matches, an int8 GEMM's int32 accumulator)
+_SPLIT_DTYPES = dtypes.FLOAT_DTYPES + tuple(t for t in dtypes.INT_DTYPES if t != "index")
+
+
+def _identity(combine: str, dtype: str) -> float | int:
+    """The combiner's identity in ``dtype``: a float's is ``_IDENTITY``'s, an integer's 0, 1 or its range's ends."""
+    if dtypes.is_float(dtype):
+        return _IDENTITY[combine]
+    lo, hi = dtypes.int_range(dtype)
+    return {"add": 0, "mul": 1, "max": lo, "min": hi}[combine]
 _LIFTABLE = ("unary", "binary", "compare", "select", "cast")
 _INT_DIVISIONS = ("div", "rem", "mod", "floordiv")
 INDEX = ScalarType("index")
@@ -187,14 +197,14 @@ def _launch_value(v: Value, defs: dict[str, Op]) -> LaunchExpr | None:
 
 def _one_carry_loop(op: Op, defs: dict[str, Op],
                     carried_in: Value | None) -> tuple[LaunchExpr, LaunchExpr, Const] | None:
-    """(lb, ub, step) of a ``for`` with one float carry (started from ``carried_in`` when given), LaunchExpr bounds
+    """(lb, ub, step) of a ``for`` with one float or integer carry (started from ``carried_in`` when given), LaunchExpr bounds
     and a positive constant step; None for any other op."""
     if op.name != "for" or len(op.operands) != 4 or len(op.results) != 1 or not op.regions:
         return None
     if carried_in is not None and op.operands[3].name != carried_in.name:
         return None
     t = op.results[0].type
-    if not (isinstance(t, (ScalarType, FragmentType)) and t.dtype in _FLOATS):
+    if not (isinstance(t, (ScalarType, FragmentType)) and t.dtype in _SPLIT_DTYPES):
         return None
     lb, ub = _launch_value(op.operands[0], defs), _launch_value(op.operands[1], defs)
     step = _launch_value(op.operands[2], defs)
@@ -443,7 +453,7 @@ def _split_segment(kernel: Kernel, si: int, names: FreshNames) -> Kernel | None:
         r = tb.op("range", [], _frag("index", lanes), {}, "r")
         np_ = tb.splat(tb.launch(programs, "programs"), lanes)
         okp = tb.op("cmp", [r, np_], _frag("i1", lanes), {"pred": "lt"}, "ok")
-        ident = _IDENTITY[n.combine]
+        ident = _identity(n.combine, n.dtype)
         # plain reads: the ticket's acq_rel draw orders them after every program's partial store (docs/gpu_ir.md)
         w = tb.op("buffer_load", [ws, r, okp], _frag(n.dtype, lanes), {"valid": True, "fill": ident}, "partials")
         tot = tb.op("reduce", [w], n.outer.results[0].type,
@@ -482,7 +492,7 @@ def _partial(n: _Nest, count: LaunchExpr, programs: LaunchExpr, p: Value, b: _Bu
     hi = b.op("min", [hi0, total], INDEX, base="hi")
     step = b.const(lanes, INDEX, "lanes")
     dt = n.dtype
-    ident = _IDENTITY[n.combine]
+    ident = _identity(n.combine, dt)
     acc0 = b.const(ident, _frag(dt, lanes), "acc")
     q0 = Value(b.names.fresh("q0"), INDEX)
     acc = Value(b.names.fresh("acc"), _frag(dt, lanes))
@@ -626,7 +636,7 @@ def _split_outer(kernel: Kernel, si: int, names: FreshNames, chunks: int) -> Ker
             continue
         lb, ub, step = chain.bounds
         t = c.results[0].type
-        ident = _IDENTITY[chain.combine]
+        ident = _identity(chain.combine, t.dtype)
         size = BinOp("*", ceil_div(ceil_div(BinOp("-", ub, lb), Const(chunks)), Const(step)), Const(step))
         lo = b.op("add", [b.launch(lb, "lb"), b.op("mul", [s_arg, b.launch(size, "chunk")], INDEX, base="lo")],
                   INDEX, base="lo")
