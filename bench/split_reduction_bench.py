@@ -76,8 +76,25 @@ CASES = {
                            lambda t, s: ([_randn(t, s["K"], s["M"]), _randn(t, s["K"], s["N"])],
                                          t.zeros(s["M"], s["N"], device="cuda")),
                            lambda t, F: lambda A, B: A.t() @ B),
+    # integer carries (wrapping add regroups exactly): an int8 GEMM at long K (torch._int_mm), an accuracy count
+    "gemm_i8@long_k": ([{"M": 256, "N": 256, "K": 1 << 19}],
+                       lambda t, s: ([t.randint(-8, 8, (s["M"], s["K"]), dtype=t.int8, device="cuda"),
+                                      t.randint(-8, 8, (s["K"], s["N"]), dtype=t.int8, device="cuda")],
+                                     t.zeros(s["M"], s["N"], device="cuda", dtype=t.int32)),
+                       lambda t, F: lambda A, B: t._int_mm(A, B)),
+    "accuracy_i64": ([{"N": 1 << 26}, {"N": 1 << 20}],
+                     lambda t, s: ([t.randint(0, 4, (s["N"],), device="cuda"),
+                                    t.randint(0, 4, (s["N"],), device="cuda")], t.zeros((), device="cuda",
+                                                                                       dtype=t.int64)),
+                     lambda t, F: lambda P, T: (P == T).sum()),
 }
 WARPS = (1, 2, 4, 8)
+
+
+def _rel(got, want) -> float:
+    """Relative L2 error of ``got`` against ``want`` in float64 (integer results too: 0.0 when exact)."""
+    want = want.double()
+    return ((got.double() - want).norm() / want.norm().clamp_min(1e-300)).item()
 
 
 def _load(path: Path, name: str | None = None):
@@ -148,17 +165,17 @@ def main(argv: list[str] | None = None) -> int:
             ins, out = make_inputs(torch, sizes)
             mod.launch(*ins, out)
             want = fn(*[x.double() if x.is_floating_point() else x for x in ins])
-            rel = ((out.double() - want).norm() / want.norm()).item()
+            rel = _rel(out, want)
             row = {"kernel": name, "sizes": sizes, "rel_err": rel,
-                   "eager_rel_err": ((fn(*ins).double() - want).norm() / want.norm()).item(),
+                   "eager_rel_err": _rel(fn(*ins), want),
                    "picked_warps": mod.LAUNCH_OPTIONS["num_warps"]}
             for w in warps:
                 row[f"w{w}_ms"] = do_bench(lambda: mod.launch(*ins, out, num_warps=w), warmup=25, rep=100)
             # hundreds of timed launches later the output is still right: a race between programs (the last
             # arriver reading a partial before it lands) shows as a moving error (device/METHOD.md)
-            out.fill_(float("nan"))
+            out.fill_(float("nan") if out.is_floating_point() else -12345)
             mod.launch(*ins, out)
-            row["rel_err_after_timing"] = ((out.double() - want).norm() / want.norm()).item()
+            row["rel_err_after_timing"] = _rel(out, want)
             if base is not None:
                 row["base_ms"] = do_bench(lambda: base.launch(*ins, out), warmup=25, rep=100)
             row["eager_ms"] = do_bench(lambda: fn(*ins), warmup=25, rep=100)
