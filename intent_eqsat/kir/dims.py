@@ -93,15 +93,16 @@ def dim_value(d: Dim | DimTerm, env: Mapping[str, int]) -> int:
     if isinstance(d, int):
         return d
     a, b = dim_value(d.a, env), dim_value(d.b, env)
-    if d.op == "+":
-        return a + b
-    if d.op == "-":
-        return a - b
-    if d.op == "*":
-        return a * b
+    if d.op != "//":
+        return _ring_op(d.op, a, b)
     if b == 0:
         raise ZeroDivisionError(f"dimension {dim_str(d)} divides by zero")
     return a // b
+
+
+def _ring_op(op: str, a, b):
+    """``a op b`` for ``op`` in ``+ - *``, on ints or shape polynomials alike."""
+    return a + b if op == "+" else (a - b if op == "-" else a * b)
 
 
 def dim_poly(d: Dim | DimTerm, quotients: dict[str, tuple[Poly, Poly]]) -> Poly:
@@ -117,12 +118,8 @@ def dim_poly(d: Dim | DimTerm, quotients: dict[str, tuple[Poly, Poly]]) -> Poly:
     if isinstance(d, int):
         return Poly.const(d)
     a, b = dim_poly(d.a, quotients), dim_poly(d.b, quotients)
-    if d.op == "+":
-        return a + b
-    if d.op == "-":
-        return a - b
-    if d.op == "*":
-        return a * b
+    if d.op != "//":
+        return _ring_op(d.op, a, b)
     if b.is_const() and b.const_value() == 1:
         return a
     key = f"({_term_str(DimExpr('//', d.a, d.b), 0)})"

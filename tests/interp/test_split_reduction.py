@@ -120,6 +120,20 @@ def test_split_matches_float64_in_both_interpreters(src, shapes, gen_dir, interp
             assert float(targs[name]) == pytest.approx(ref, rel=1e-5), (name, sizes, "Triton interpreter")
 
 
+def _run_both(ck, name: str, inputs: dict, gen_dir) -> tuple[dict, dict]:
+    """The compiled kernel's public views from ``inputs`` run by the GPU IR interpreter and, as its Triton source,
+    under the Triton interpreter: (the IR interpreter's outputs, the torch tensors the launch wrote)."""
+    import torch
+    from intent_eqsat.providers.loader import load_source
+    k = ck.program.kernel(name)
+    args = {a.name: inputs[a.name] for a in k.abi if a.is_view and not a.private}
+    got = ir.interpret(ck.program, name, {n: v.copy() for n, v in args.items()})
+    mod = load_source(ck.source, gen_dir, name)
+    targs = {n: torch.from_numpy(v.copy()) for n, v in args.items()}
+    mod.launch(*targs.values())
+    return got, targs
+
+
 INT_REDUCTIONS = """
 # (P == T).sum(): an accuracy count; (X > 0).sum() as int32; X.max() of an int32 tensor
 kernel accuracy(P: i64[N], T: i64[N], C: out i64[]) {
@@ -140,10 +154,8 @@ def test_integer_reductions_split_and_stay_exact(name, gen_dir, interpret_mode) 
     """Integer add wraps modulo 2^bits and max/min are exact, so an integer reduction regroups exactly: a count
     or maximum over millions of members is split like a float sum (before: one program) and equals the reference
     bit for bit in both interpreters (ties in ``P == T`` drawn for half the members)."""
-    import torch
     from intent_eqsat import kir
     from intent_eqsat.kir.inputs import random_inputs
-    from intent_eqsat.providers.loader import load_source
     ck = intent_eqsat.compile(INT_REDUCTIONS, target="sm90", provider="triton", kernel=name, cache=False)
     k = ck.program.kernel(name)
     assert _is_split(k), ir.print_module(ck.program)
@@ -152,11 +164,7 @@ def test_integer_reductions_split_and_stay_exact(name, gen_dir, interpret_mode) 
     if name == "accuracy":
         ins["T"] = np.where(np.random.default_rng(1).random(ins["T"].shape) < 0.5, ins["P"], ins["T"])
     want = kir.evaluate(module, name, {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in ins.items()})
-    args = {a.name: ins[a.name] for a in k.abi if a.is_view and not a.private}
-    got = ir.interpret(ck.program, name, {n: v.copy() for n, v in args.items()})
-    mod = load_source(ck.source, gen_dir, name)
-    targs = {n: torch.from_numpy(v.copy()) for n, v in args.items()}
-    mod.launch(*targs.values())
+    got, targs = _run_both(ck, name, ins, gen_dir)
     for out, ref in want.items():
         assert int(got[out]) == int(ref), ("GPU IR interpreter", got[out], ref)
         assert int(targs[out]) == int(ref), ("Triton interpreter", targs[out], ref)
@@ -315,10 +323,8 @@ def test_outer_split_matches_float64(name, sizes, small, gen_dir, interpret_mode
     """Per-channel BatchNorm means (rank 4), column sums of a tall matrix and a cross-entropy mean (a member that
     is a row logsumexp: no fragment lifting) compiled for realistic sizes: the cost model chunks the outer loop
     over a new program axis, and the programs agree with float64 in both interpreters at small sizes."""
-    import torch
     from intent_eqsat import kir
     from intent_eqsat.kir.inputs import random_inputs
-    from intent_eqsat.providers.loader import load_source
     path = SUITE / f"{name}.kir"
     ck = intent_eqsat.compile(path.read_text(), target="sm90", provider="triton", sizes=sizes)
     k = ck.program.kernels[0]
@@ -339,11 +345,7 @@ def test_outer_split_matches_float64(name, sizes, small, gen_dir, interpret_mode
     inputs = random_inputs(module, name, 0, sizes=small)
     want = kir.evaluate(module, name, {n: (v.copy() if isinstance(v, np.ndarray) else v) for n, v in inputs.items()},
                         float64=True)
-    args = {a.name: inputs[a.name] for a in k.abi if a.is_view and not a.private}
-    got = ir.interpret(ck.program, name, {n: v.copy() for n, v in args.items()})
-    mod = load_source(ck.source, gen_dir, name)
-    targs = {n: torch.from_numpy(v.copy()) for n, v in args.items()}
-    mod.launch(*targs.values())
+    got, targs = _run_both(ck, name, inputs, gen_dir)
     for out, ref in want.items():
         ref = np.asarray(ref, np.float64)
         for what, value in (("GPU IR interpreter", got[out]), ("Triton interpreter", targs[out].numpy())):
