@@ -197,8 +197,8 @@ def _launch_value(v: Value, defs: dict[str, Op]) -> LaunchExpr | None:
 
 def _one_carry_loop(op: Op, defs: dict[str, Op],
                     carried_in: Value | None) -> tuple[LaunchExpr, LaunchExpr, Const] | None:
-    """(lb, ub, step) of a ``for`` with one float or integer carry (started from ``carried_in`` when given), LaunchExpr bounds
-    and a positive constant step; None for any other op."""
+    """(lb, ub, step) of a ``for`` with one float or integer carry (started from ``carried_in`` when given),
+    LaunchExpr bounds and a positive constant step; None for any other op."""
     if op.name != "for" or len(op.operands) != 4 or len(op.results) != 1 or not op.regions:
         return None
     if carried_in is not None and op.operands[3].name != carried_in.name:

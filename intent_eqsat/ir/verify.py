@@ -27,9 +27,9 @@ from intent_eqsat.ir.core import ACCESS_MODES, ORDERS, Kernel, Module, Op, Regio
 from intent_eqsat.ir.launch_probe import Finding, probe
 from intent_eqsat.ir.launch import (BinOp, Const, Dim, LaunchExpr, Not, Select, Stride, Sym, Tuple, TupleGet,
                                     children, equivalent, evaluate, product)
-from intent_eqsat.ir.spec import (ACCESS_OPS, ACCESS_PAYLOAD, access_layout, ATOMIC_ACCESSES, BINARY_OPS, CMP_PREDICATES,
+from intent_eqsat.ir.spec import (ACCESS_OPS, ACCESS_PAYLOAD, ATOMIC_ACCESSES, BINARY_OPS, CMP_PREDICATES,
                                   COMBINERS, COMMON_ATTRS, MEMORY_ORDERS, READ_ACCESSES, RMW_KINDS,
-                                  SHARING_DOMAINS, SPECS, UNARY_OPS, WRITE_ACCESSES)
+                                  SHARING_DOMAINS, SPECS, UNARY_OPS, WRITE_ACCESSES, access_layout)
 from intent_eqsat.ir.types import (BUFFER_SCOPES, BufferType, FragmentType, ScalarType, TupleType, Type, ViewType,
                                    static_extent, value_shape)
 from intent_eqsat.ir.verify_errors import PASS5_CHECKS, VerificationError

@@ -233,10 +233,11 @@ def _ticket_program(counter_in_loop: bool = False, compare_with_pid: bool = Fals
     other = "%pi" if compare_with_pid else "%last"
     if compare_with_pid:
         body += "        %pi = cast(%p) : i32\n"
+    read = "buffer_load(%ws, %zero)" if plain_read else "atomic_load(%ws, %p) {domain = device, order = acquire}"
     body += f"""
         %is_last = cmp(%t, {other}) {{pred = eq}} : i1
         if(%is_last) () {{
-          %w = {"buffer_load(%ws, %zero)" if plain_read else "atomic_load(%ws, %p) {domain = device, order = acquire}"} : f32
+          %w = {read} : f32
           store(%L, %w)
           yield()
         }} () {{

@@ -1,5 +1,6 @@
 """Arithmetic dims, quotient subscripts and kept size-1 axes (issue 27 item 7): the shapes PyTorch users write for
-valid and strided convolutions (``H - 2``, ``(H + 2 - 3) // 2 + 1``), pools (``H // 2``), padding (``H + 2``), crops
+valid and strided convolutions (``H - 2``, ``(H + 2 - 3) // 2 + 1``, ``(H - KH) // 2 + 1`` with the window from the
+weight's shape), pools (``H // 2``), padding (``H + 2``), crops
 (``M - 2``), ``keepdim`` reductions (``Y: out f32[M, 1]`` written as ``Y[m, 0]``), group statistics read per channel
 (``Mean[n, c // CPG]``) and nearest upsampling (``X[n, i // 2]``).
 
@@ -41,6 +42,10 @@ kernel conv2d_s2p1(X: f32[N, C, H, W], K: f32[F, C, 3, 3],
                       where 0 <= 2*i + kh - 1 && 2*i + kh - 1 < H && 0 <= 2*j + kw - 1 && 2*j + kw - 1 < W
                       else 0.0) * K[f, c, kh, kw])
 }
+kernel conv2d_k_s2(X: f32[N, C, H, W], K: f32[F, C, KH, KW],
+                   Y: out f32[N, F, (H - KH) // 2 + 1, (W - KW) // 2 + 1]) {
+  Y[n, f, i, j] = sum(c, kh, kw: X[n, c, 2*i + kh, 2*j + kw] * K[f, c, kh, kw])
+}
 kernel crop(X: f32[M, N], Y: out f32[M - 2, N - 2]) {
   Y[i, j] = X[i + 1, j + 1]
 }
@@ -61,7 +66,7 @@ kernel row_scale(X: f32[N, H*W], R: f32[H], Y: out f32[N, H*W]) {
 }
 """
 
-NAMES = ["conv1d_valid", "max_pool1d", "avg_pool2d", "pad1", "conv2d_s2p1", "crop", "sum_keepdim",
+NAMES = ["conv1d_valid", "max_pool1d", "avg_pool2d", "pad1", "conv2d_s2p1", "conv2d_k_s2", "crop", "sum_keepdim",
          "mean_hw_keepdim", "group_apply", "upsample2", "row_scale"]
 
 
