@@ -101,6 +101,9 @@ _IDENTITY = {"add": 0.0, "mul": 1.0, "max": float("-inf"), "min": float("inf")}
 #: carries a split may regroup: floats (ordinary reduce, PASS-4) and integers, whose add and mul wrap modulo 2^bits
 #: and so regroup exactly, like max and min (an int32 count of matches, an int8 GEMM's int32 accumulator)
 _SPLIT_DTYPES = dtypes.FLOAT_DTYPES + tuple(t for t in dtypes.INT_DTYPES if t != "index")
+_LIFTABLE = ("unary", "binary", "compare", "select", "cast")
+_INT_DIVISIONS = ("div", "rem", "mod", "floordiv")
+INDEX = ScalarType("index")
 
 
 def _identity(combine: str, dtype: str) -> float | int:
@@ -109,9 +112,6 @@ def _identity(combine: str, dtype: str) -> float | int:
         return _IDENTITY[combine]
     lo, hi = dtypes.int_range(dtype)
     return {"add": 0, "mul": 1, "max": lo, "min": hi}[combine]
-_LIFTABLE = ("unary", "binary", "compare", "select", "cast")
-_INT_DIVISIONS = ("div", "rem", "mod", "floordiv")
-INDEX = ScalarType("index")
 
 
 @dataclass

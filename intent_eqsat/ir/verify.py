@@ -1451,16 +1451,19 @@ def _unordered_workspace_read(info: _KernelInfo, op: Op, labels: dict[str, froze
     the other instances' stores only under a ticket guard (:func:`_ticket_guard`) whose draw is ``acq_rel`` (or
     ``seq_cst``): each instance's draw releases its earlier stores, the guarded instance's draw acquires them all.
     The split reductions' last-arriver combine reads its partials this way. A read of the very coordinates the
-    instance itself stores (the same coordinate values as one of its ``buffer_store`` s of the buffer) reads its
-    own write and needs no guard."""
+    instance itself stored just before (a ``buffer_store`` of the buffer earlier in the same region, with the same
+    coordinate values) reads its own write and needs no guard."""
     bt = buffers.get(op.operands[0].name)
     if not (isinstance(bt, BufferType) and bt.scope == "workspace"):
         return None
+
     def coords(a: Op) -> list[str]:
         n, _ = access_layout(a.name, len(a.operands), bool(a.attrs.get("valid")))
         return [v.name for v in a.operands[1:1 + n]]
+    region, _ = info.parent[id(op)]
+    earlier = region.ops[:next(i for i, o in enumerate(region.ops) if o is op)]
     if any(w.name == "buffer_store" and w.operands[0].name == op.operands[0].name and coords(w) == coords(op)
-           for w in info.ops):
+           for w in earlier):
         return None
     found = _ticket_guard(info, op, labels, buffers)
     if found is None:

@@ -296,6 +296,13 @@ def test_a_plain_workspace_read_needs_an_acq_rel_ticket_guard() -> None:
         "        %one = const() {value = 1} : i32\n        %early = buffer_load(%ws, %zero) : f32\n", 1)
     with pytest.raises(IntentError, match="invariant 9.*buffer_load of workspace %ws outside a ticket guard"):
         ir.verify(ir.parse_module(outside))
+    # a store by the last arriver does not make another program's same-coordinate read its own write
+    late = _ticket_program(plain_read=True).replace(
+        "          store(%L, %w)\n", "          store(%L, %w)\n          buffer_store(%ws, %zero, %w)\n", 1).replace(
+        "        %is_last = cmp", "        %late = buffer_load(%ws, %zero) : f32\n        %is_last = cmp", 1)
+    assert "%late" in late and "buffer_store(%ws, %zero" in late
+    with pytest.raises(IntentError, match="invariant 9.*buffer_load of workspace %ws outside a ticket guard"):
+        ir.verify(ir.parse_module(late))
 
 
 def test_an_atomic_on_a_program_buffer_is_refused() -> None:
