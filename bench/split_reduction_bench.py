@@ -109,19 +109,25 @@ def _load(path: Path, name: str | None = None):
 def prepare(out: Path, only: set[str] | None = None) -> None:
     """Compile every kernel of :data:`CASES` (or those in ``only``) for its first shape (the optimizer runs here,
     not on the GPU)."""
-    import intent_eqsat
     (out / "gen").mkdir(parents=True, exist_ok=True)
     for name, (shapes, _, _) in CASES.items():
         if only is not None and name not in only:
             continue
-        text = (ROOT / "bench" / "suite" / f"{name.split('@')[0]}.kir").read_text()
-        ck = intent_eqsat.compile(text, target="sm90", provider="triton", sizes=shapes[0])
-        path = out / "gen" / f"{name.replace('@', '__')}__triton__pick.py"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(ck.source)
-        tmp.replace(path)
-        print(f"[prepare] {name}: {[str(s.extents) for s in ck.program.kernels[0].space.segments]} "
-              f"{ck.launch_resources}", flush=True)
+        compile_into(out, name, shapes[0])
+
+
+def compile_into(out: Path, name: str, sizes: dict) -> None:
+    """Compile ``bench/suite/<name>.kir`` (``name@tag``: the same file) for ``sizes`` into
+    ``out/gen/<name>__triton__pick.py`` (written whole or not at all) and say what it got."""
+    import intent_eqsat
+    text = (ROOT / "bench" / "suite" / f"{name.split('@')[0]}.kir").read_text()
+    ck = intent_eqsat.compile(text, target="sm90", provider="triton", sizes=sizes)
+    path = out / "gen" / f"{name.replace('@', '__')}__triton__pick.py"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(ck.source)
+    tmp.replace(path)
+    print(f"[prepare] {name}: {[str(s.extents) for s in ck.program.kernels[0].space.segments]} "
+          f"{ck.launch_resources} tl.dot={'tl.dot' in ck.source}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,10 @@ carried value (it must lift without it). Every construct without a lifting rule 
 unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program, so a rule never
 produces a partial program.
 
-Rewrites: the segment's last one or two axes ``E`` become ``ceil_div(E, T)``; their region arguments
+Rewrites: the segment's last one or two axes ``E`` -- or, where the seeded fact ``ReuseAxis(segs, a)`` holds
+(``reuse_axes``: one read reads axis ``a`` but neither of the last two, another reads the last axis but not ``a``),
+axis ``a`` and the last one (``ownership_rank<r>_axes<a><r-1>``, issue 26 item 2: a convolution's output channels
+with its columns) -- become ``ceil_div(E, T)``; their region arguments
 become tile coordinates ``p*T + range(T)`` (fragment axes ``b0``, ``b1``); every value is re-typed over exactly
 the tile axes it depends on (fragments carry their axis provenance), operands are broadcast to the union of their
 operands' axes, and loads/gathers/stores/scatters get the tail validity ``coord < E`` of their axes (loads a fill).
@@ -41,7 +44,7 @@ import itertools
 from egglog import String, StringLike, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
     set_, union, var, vars_
 
-from intent_eqsat.rules.terms import T as _Term, cons_list, t as _T
+from intent_eqsat.rules.terms import T as _Term, cons_list, list_items, t as _T
 from intent_eqsat.rules.sorts import A, AMap, As, LE, LEs, Multi, Region, Regions, Seg, Segs, KernelT, Stmt, \
     Stmts, Strs, Ty, Tys, Val, Vals
 
@@ -57,6 +60,9 @@ ALL_MASKS = range(1 << NBITS)
 
 #: segment lists of scalar ownership (the optimizer marks the constructed kernel's): blocking applies once
 Unblocked = relation("Unblocked", Segs)
+#: ``ReuseAxis(segs, a)``: axis ``a`` of the segment list's one segment is worth a tile with the last axis
+#: (``reuse_axes``, seeded)
+ReuseAxis = relation("BlockReuseAxis", Segs, i64)
 #: loop-carried types containing no ``index`` (index-typed carried values are not lifted)
 NoIndexTys = relation("NoIndexTys", Tys)
 #: an access's ``valid`` attribute (its operand layout depends on it)
@@ -298,36 +304,54 @@ def _ownership_rules():
         body = Region.make(0, argtys, Stmts.cons(group, Stmts.nil()), yields, ya)
         segs = Segs.cons(Seg.make(_les(*exts), "row_major", LE.none()), Segs.nil())
         kernel = KernelT.make(kname, segs, lau, body)
-        n_blocked = 1 if rank == 1 else 2
-        blocked = list(range(rank - n_blocked, rank))
-        # symbolic tile sizes (physical parameters, SPEC PASS-3.3 "parameterized fragments"): the optimizer binds
-        # them after extraction from the target's candidate domain (one lifted body serves every binding)
-        tiles = [LE.sym(TILE_PARAMS[b]) for b in range(n_blocked)] + [LE.int_(1)] * (NBITS - n_blocked)
-        coords, tails = [], []
-        for axis in range(rank):
-            if axis in blocked:
-                bit = blocked.index(axis)
-                start = Val.op("mul", _vals(Val.arg(1, axis, INDEX), _launch(tiles[bit])), AMap.nil(), INDEX)
-                c = _line_coord(start, tiles[bit], bit, tiles)
-                coords.append(c)
-                tails.append(_lt(c, _launch(exts[axis]), bit, tiles))
-            else:
-                coords.append(Val.arg(1, axis, INDEX))
-        while len(tails) < NBITS:
-            tails.append(Val.arg(0, 0, INDEX))        # never used: no value has these bits in ownership lifting
-        full = (1 << n_blocked) - 1
-        ctx = LiftCtx.own(_vals(*coords), _vals(*tails), _les(*tiles), full)
-        new_exts = [exts[a] if a not in blocked else LE.bin("ceil_div", exts[a], tiles[blocked.index(a)])
-                    for a in range(rank)]
-        new_group = Stmt.op(seq, "execution_group", _vals(pid), gattrs, Tys.nil(),
-                            Regions.cons(Region.make(1, gargs, lift_stmts(gstmts, ctx), gyields, gya), Regions.nil()))
-        new_kernel = KernelT.make(kname, Segs.cons(Seg.make(_les(*new_exts), "row_major", LE.none()), Segs.nil()),
-                                  lau, Region.make(0, argtys, Stmts.cons(new_group, Stmts.nil()), yields, ya))
-        name = f"blocking.ownership_rank{rank}"
-        out.append((name, rule(kernel, Unblocked(segs), name=name).then(union(kernel).with_(new_kernel)),
-                    f"one program per member of a rank-{rank} segment == one program per tile of its last "
-                    f"{n_blocked} axes, with tail validity"))
+        for blocked in _blockings(rank):
+            out.append(_ownership_rule(rank, blocked, kernel, segs, kname, lau, argtys, yields, ya, pid, seq, gattrs,
+                                       gargs, gstmts, gyields, gya, exts))
     return out
+
+
+def _blockings(rank: int) -> list[list[int]]:
+    """The axis sets ownership blocking offers for a rank-``rank`` segment: the last two axes, and for rank >= 3
+    each other axis with the last (issue 26 item 2: a convolution's ``Y[n, f, i, j]`` needs ``f`` and ``j`` in one
+    tile for a contraction; the cost model chooses)."""
+    if rank == 1:
+        return [[0]]
+    return [[rank - 2, rank - 1]] + [[a, rank - 1] for a in range(rank - 2)]
+
+
+def _ownership_rule(rank, blocked, kernel, segs, kname, lau, argtys, yields, ya, pid, seq, gattrs, gargs, gstmts,
+                    gyields, gya, exts):
+    n_blocked = len(blocked)
+    # symbolic tile sizes (physical parameters, SPEC PASS-3.3 "parameterized fragments"): the optimizer binds
+    # them after extraction from the target's candidate domain (one lifted body serves every binding)
+    tiles = [LE.sym(TILE_PARAMS[b]) for b in range(n_blocked)] + [LE.int_(1)] * (NBITS - n_blocked)
+    coords, tails = [], []
+    for axis in range(rank):
+        if axis in blocked:
+            bit = blocked.index(axis)
+            start = Val.op("mul", _vals(Val.arg(1, axis, INDEX), _launch(tiles[bit])), AMap.nil(), INDEX)
+            c = _line_coord(start, tiles[bit], bit, tiles)
+            coords.append(c)
+            tails.append(_lt(c, _launch(exts[axis]), bit, tiles))
+        else:
+            coords.append(Val.arg(1, axis, INDEX))
+    while len(tails) < NBITS:
+        tails.append(Val.arg(0, 0, INDEX))        # never used: no value has these bits in ownership lifting
+    full = (1 << n_blocked) - 1
+    ctx = LiftCtx.own(_vals(*coords), _vals(*tails), _les(*tiles), full)
+    new_exts = [exts[a] if a not in blocked else LE.bin("ceil_div", exts[a], tiles[blocked.index(a)])
+                for a in range(rank)]
+    new_group = Stmt.op(seq, "execution_group", _vals(pid), gattrs, Tys.nil(),
+                        Regions.cons(Region.make(1, gargs, lift_stmts(gstmts, ctx), gyields, gya), Regions.nil()))
+    new_kernel = KernelT.make(kname, Segs.cons(Seg.make(_les(*new_exts), "row_major", LE.none()), Segs.nil()),
+                              lau, Region.make(0, argtys, Stmts.cons(new_group, Stmts.nil()), yields, ya))
+    default = blocked == list(range(rank - n_blocked, rank))
+    name = f"blocking.ownership_rank{rank}" + ("" if default else "_axes" + "".join(map(str, blocked)))
+    which = f"its last {n_blocked} axes" if default else f"its axes {blocked[0]} and {blocked[1]}"
+    gate = [] if default else [ReuseAxis(segs, i64(blocked[0]))]
+    return (name, rule(kernel, Unblocked(segs), *gate, name=name).then(union(kernel).with_(new_kernel)),
+            f"one program per member of a rank-{rank} segment == one program per tile of {which}, with tail "
+            f"validity")
 
 
 # ------------------------------------------------------------------------------------------------- lift
@@ -630,10 +654,61 @@ def _seed_tables(graph) -> None:
                             _ints_t([_bits(mask).index(b) for b in _bits(sub)]))
 
 
+def _group_deps(term: _Term, memo: dict[int, frozenset[int]]) -> frozenset[int]:
+    """The axes of the execution group (its region arguments ``Arg(1, k)``) that ``term`` reads."""
+    found = memo.get(id(term))
+    if found is not None:
+        return found
+    if term.op == "Arg":
+        out = frozenset([term.args[1]]) if term.args[0] == 1 else frozenset()
+    else:
+        out = frozenset().union(*[_group_deps(a, memo) for a in term.args if isinstance(a, _Term)])
+    memo[id(term)] = out
+    return out
+
+
+def _read_deps(term: _Term) -> list[frozenset[int]]:
+    """For every load/gather of ``term``: the group axes its coordinates and validity read."""
+    memo: dict[int, frozenset[int]] = {}
+    seen: set[int] = set()
+    out: list[frozenset[int]] = []
+    stack = [term]
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.op == "Op" and x.args[0] in ("load", "gather"):
+            out.append(_group_deps(x.args[1], memo))
+        stack.extend(a for a in x.args if isinstance(a, _Term))
+    return out
+
+
+def reuse_axes(kernel: _Term, rank: int) -> list[int]:
+    """The axes ``a`` (not the last two) worth a tile with the last axis (``ownership_rank<r>_axes<a><r-1>``): one
+    read of the group reads ``a`` but neither of the last two axes and another reads the last axis but not ``a``,
+    so a tile over both shares each read across the other axis (an outer product the default tile of the last two
+    axes cannot form: a convolution's weight ``K[f, c, ..]`` and image ``X[n, c, .., j + kw]`` under ``Y[n, f, i,
+    j]``). Without such a pair the variant only re-tiles what the default tile already shares (``X[b, s, k] W[k,
+    n]`` pairs ``s`` with ``n``; a tile over the batch ``b`` ties it at the assumed sizes and wastes it at a batch of
+    4), and its lifted body costs the search for nothing (an attention kernel's rank-4 output took 4x the compile
+    time with every variant offered)."""
+    reads = _read_deps(kernel)
+    last, second = rank - 1, rank - 2
+    return [a for a in range(rank - 2)
+            if any(a in r and last not in r and second not in r for r in reads)
+            and any(last in r and a not in r for r in reads)]
+
+
 def seed(graph) -> None:
     """Mark the input kernel's segment list as scalar ownership (before any rule runs), so blocking applies once;
-    seed the constant tables."""
-    graph.fact(Unblocked, graph.term.args[1])
+    mark the axes worth a tile with the last one (``reuse_axes``); seed the constant tables."""
+    segs = graph.term.args[1]
+    graph.fact(Unblocked, segs)
+    if segs.op == "SegsCons" and segs.args[1].op == "SegsNil":
+        rank = len(list_items(segs.args[0].args[0]))
+        for axis in reuse_axes(graph.term, rank):
+            _fact(graph, ReuseAxis, segs, str(axis))
     _seed_tables(graph)
 
 

@@ -25,14 +25,25 @@ takes it (``TargetHas("contract_precision:...")``); both operands are f32 loads.
 ``reduce = add`` loop started from zero, the other operand of the same type independent of the loop (loads,
 constants, broadcasts, casts of those), never across a cast (the add consumes the loop result itself).
 
+``contraction.interchange`` (issue 26 item 2): a perfect nest ``for a {for b ..}`` whose innermost loop is a
+step-1 ``reduce = add`` sum of products (each level's body is the next loop started from its carried value:
+``AddNest``), the inner bounds free of ``a`` (``KFree``), the outer carried value read by nothing inside (its
+re-expression ``_loop_swap.swap`` has no rule for it, so the term never resolves), and ``a`` read by every factor
+of the member only as a whole load coordinate (``Direct``: the K-tile lift's form; so a convolution's channel loop
+sinks below its window loops, and the window loops, read as ``i + kh - 1``, never move).
+``contraction.masked_load*``: a factor of a sum of products (``MaskWant``) is ``select(p, load(.., valid v) fill
+0, 0.0)`` (or of its ``cast``) with ``p`` of the load's shape.
+
 Rewrites: ``for k in [lb, ub) step 1: acc + a(k) * b(k)`` -> ``for k0 in [lb, ub) step TK: contract(A tile
 [T0, TK], B tile [TK, T1], acc)`` with the tiles loaded at ``k0 + range(TK)`` under ``k < ub`` (fill 0, so a tail
 member contributes 0 * 0 = 0); the transposed form loads ``B[.., n, k0:k0+TK]`` as a ``[TN, TK]`` tile (the reduction
 tile's axis is ``b3``) contracted along its axis 1; ``contract(cast(a16), cast(b16), acc)`` -> ``contract(a16, b16, acc)``;
-``add(for(.., init 0), y)`` -> ``for(.., init y)``; ``contract(a, b, acc)`` -> ``contract(a, b, acc) {precision}``.
+``add(for(.., init 0), y)`` -> ``for(.., init y)``; ``contract(a, b, acc)`` -> ``contract(a, b, acc) {precision}``;
+``for a (x0) {for b (acc) {..}}`` -> ``for b (x0) {for a (acc) {..}}`` (each loop keeps its attributes' position,
+so the innermost stays ``reduce = add``); ``select(p, load(.., v), 0)`` -> ``load(.., p and v)``.
 
 Preserves: the value of every sum up to reassociation of its members (PASS-4 "reassociate ordinary reduce",
-"mul-sum to contract", "contraction-add fusion"), and up to the operand rounding ``fp32_contract`` permits;
+"mul-sum to contract", "contraction-add fusion", "flatten/permute paired axes"), and up to the operand rounding ``fp32_contract`` permits;
 effects, their order and the ABI; compile options.
 
 Invalidates: the reduction loop's trip count and step, fragment footprints (tiles of ``T0 x TK`` and ``TK x T1``
@@ -45,9 +56,10 @@ from __future__ import annotations
 
 import itertools
 
-from egglog import String, eq, i64, ne, relation, rule, ruleset, union, var, vars_
+from egglog import String, eq, function, i64, ne, relation, rule, ruleset, union, var, vars_
 
 from intent_eqsat.rules import facts as F
+from rulebooks import _loop_swap
 from intent_eqsat.rules import patterns as P
 from intent_eqsat.rules.sorts import LE, LEs, A, AMap, Multi, Region, Regions, Stmts, Strs, Ty, Tys, Val, Vals
 
@@ -55,7 +67,10 @@ GROUP = "contraction"
 ORDER = 30
 RULESET = ruleset(name=GROUP)
 SUPPORT = ruleset(name="contraction_support")
-ANALYSES = (SUPPORT,)
+#: the interchange's re-expression (``rulebooks/_loop_swap.py``): many cheap steps, one per term level, so it is
+#: saturated on its own before the support analyses (whose every step searches far larger patterns)
+SWAP = ruleset(name="contraction_swap")
+ANALYSES = (SWAP, SUPPORT)
 
 INDEX = Ty.scalar("index")
 #: the reduction tile size parameter (bound by the optimizer after extraction, ``intent_eqsat.optimizer.tiles``)
@@ -63,7 +78,7 @@ TILE_K = "TILE_K"
 
 #: ``m`` holds ``key = value`` (for the keys this group reads)
 CAttr = relation("ContractAttr", AMap, String, A)
-_KEYS = ("reduce", "value", "fill")
+_KEYS = ("reduce", "value", "fill", "valid")
 #: the value is the constant 0.0 (a scalar or a broadcast of one)
 ZeroVal = relation("ContractZero", Val)
 #: the value is computed without any loop result (so it may move in front of a loop)
@@ -191,10 +206,15 @@ def _lift_rules() -> list:
         valid = [_bcast(va, [own], i1), _bcast(kt, [kpos], i1)]
         if side == 1:
             valid.reverse()
-        R.append((f"contraction.lift_valid_{side}", rule(KWant(Vals.cons(va, Vals.nil()), iv, ub, d, t, side)).then(
+        R.append((f"contraction.lift_valid_want_{side}", rule(KWant(Vals.cons(va, Vals.nil()), iv, ub, d, t, side)
+                                                               ).then(KFreeWant(va, d)),
+                  "demand: is the member's validity free of the loop"))
+        R.append((f"contraction.lift_valid_{side}", rule(KWant(Vals.cons(va, Vals.nil()), iv, ub, d, t, side),
+                                                         KFree(va, d)).then(
             KLift(Vals.cons(va, Vals.nil()), iv, ub, d, t, side,
                   Vals.cons(Val.op("and", P.vals(*valid), AMap.nil(), i1), Vals.nil()))),
-            "the validity of the member, and k < ub over the K tile"))
+            "the validity of the member (free of the loop: the same for every member of the K tile), and k < ub "
+            "over the K tile"))
         cell = Vals.cons(x, Vals.cons(x2, tl))
         want = [KWant(cell, iv, ub, d, t, side), KLift(Vals.cons(x2, tl), iv, ub, d, t, side, out)]
         R.append((f"contraction.lift_iv_{side}", rule(
@@ -219,7 +239,7 @@ def _contract_loop_rules() -> list:
     ``A[k, m]``, ``B[n, k]``; leading batch coordinates on either side; an operand that does not read ``k``)."""
     R = []
     dt, adt, bdt = vars_("dt adt bdt", String)
-    lb, ub, st, x0, y, viewa, viewb = vars_("lb ub st x0 y viewa viewb", Val)
+    lb, ub, st, x0, y, viewa, viewb, px, qx = vars_("lb ub st x0 y viewa viewb px qx", Val)
     ra, rb, oa, ob = vars_("ra rb oa ob", Vals)
     attrs, rya, ya, ma, mb, pm, cs_a, cs_b, fa, fb, cattrs = vars_("attrs rya ya ma mb pm cs_a cs_b fa fb cattrs",
                                                                    AMap)
@@ -248,7 +268,9 @@ def _contract_loop_rules() -> list:
                                                                        rhs_contract=_ints([0])), ty)
                 new = P.for1(lb, ub, Val.op("launch", Vals.nil(), P.amap(expr=A.le(tkle)), INDEX), x0, attrs, ty, d,
                              contract, rya)
-                facts = [eq(y).to(loop), CAttr(attrs, "reduce", A.str_("add")),
+                first, second = (fa_, fb_) if order == "ab" else (fb_, fa_)
+                facts = [MulMember(y, d, px, qx), eq(px).to(first), eq(qx).to(second), eq(y).to(loop),
+                         CAttr(attrs, "reduce", A.str_("add")),
                          eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1)),
                          eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
                          ZeroFill(fa), ZeroFill(fb)]
@@ -358,7 +380,172 @@ def _operand_and_init_rules() -> list:
     return R
 
 
+#: a ``for`` at region depth ``d`` that adds members to its carried value: ``reduce = add`` with the body
+#: ``add(carried, member)``, or a loop whose body is such a nest started from its carried value (``for c: for kh:
+#: for kw {reduce = add}: acc + x``, a KIR ``sum(c, kh, kw: ..)``): the nest adds every member once to its init
+AddNest = relation("ContractAddNest", Val, i64)
+#: ``(loop, depth, type, member)``: a ``reduce = add`` loop ``for .. {acc + member}`` (the contract rules join
+#: from this small table: matching the loop and its two operand loads at once made egglog's join enumerate every
+#: pair of loads, 20 s per search once interchange multiplied the loops)
+SumMember = relation("ContractSumMember", Val, i64, Ty, Val)
+#: ``(loop, depth, x, y)``: such a loop whose member is ``mul(x, y)``
+MulMember = relation("ContractMulMember", Val, i64, Val, Val)
+#: demand: the value is a factor of a sum of products (``masked_load`` reads it as one masked load)
+MaskWant = relation("ContractMaskWant", Val)
+#: ``(nest, x, y)``: the innermost member of an add nest is ``mul(x, y)``
+NestMember = relation("ContractNestMember", Val, Val, Val)
+#: demand / fact: the factor reads the depth-``d`` loop's induction variable only as a whole coordinate
+DirectWant = relation("ContractDirectWant", Val, i64)
+Direct = relation("ContractDirect", Val, i64)
+IvWant = relation("ContractIvWant", Vals, i64)
+IvOk = relation("ContractIvOk", Vals, i64)
+#: ``(loop, depth, type, init, body, attrs)`` of every pure one-carry ``for``
+Loop1 = relation("ContractLoop1", Val, i64, Ty, Val, Val, AMap)
+#: ``(outer, inner, d, d + 1)``: a two-loop add nest ``for a {for b: ..}`` (inner started from the outer's carried)
+SwapCand = relation("ContractSwapCand", Val, Val, i64, i64)
+
+
+def _interchange_rules() -> tuple[list, list]:
+    """Loop interchange of a sum over several axes (SPEC PASS-4 "reassociate ordinary reduce", "flatten/permute
+    paired axes"): ``for a {for b: acc + x(a, b)}`` == ``for b {for a: acc + x(a, b)}`` when the inner bounds do
+    not read the outer loop (a rectangular nest), so every axis of a multi-axis sum may become the innermost loop
+    -- a convolution's channel loop under its window loops is then a contraction. Returns (support, rewrites)."""
+    support, rewrites = [], []
+    lb, ub, st, x0, m, w, lb2, ub2, st2, body, inner_v = vars_("lb ub st x0 m w lb2 ub2 st2 body inner_v", Val)
+    attrs, ya, a2, y2, addm = vars_("attrs ya a2 y2 addm", AMap)
+    d, d1 = vars_("d d1", i64)
+    ty = var("ty", Ty)
+    acc = Val.arg(d, 1, ty)
+    # the joins run over the small ``Loop1`` / ``SwapCand`` tables first: a rule matching two nested ``for``
+    # patterns at once made egglog's join enumerate every pair of loops (a 3x3 convolution's contraction group
+    # took 80 s instead of 2)
+    support.append(("contraction.loop1", rule(eq(w).to(P.for1(lb, ub, st, x0, attrs, ty, d, body, ya))).then(
+        Loop1(w, d, ty, x0, body, attrs)), "a pure one-carry for loop, indexed"))
+    support.append(("contraction.sum_member", rule(Loop1(w, d, ty, x0, body, attrs), CAttr(attrs, "reduce",
+                                                                                           A.str_("add")),
+                                                   eq(body).to(Val.op("add", P.vals(acc, m), addm, ty))).then(
+        SumMember(w, d, ty, m)), "a reduce = add loop's member, indexed"))
+    px, qx = vars_("px qx", Val)
+    support.append(("contraction.mul_member", rule(SumMember(w, d, ty, m), eq(m).to(Val.op("mul", P.vals(px, qx),
+                                                                                          addm, ty))).then(
+        MulMember(w, d, px, qx)), "a sum of products, indexed"))
+    cattrs = var("cattrs", AMap)
+    step1 = [eq(w).to(P.for1(lb, ub, st, x0, attrs, ty, d, body, ya)),
+             eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1))]
+    support.append(("contraction.add_nest_sum", rule(MulMember(w, d, px, qx), *step1).then(
+        AddNest(w, d), NestMember(w, px, qx)),
+                    "a step-1 sum of products adds its members to its init (only products: interchange serves "
+                    "mul-sum to contract, and every other nest it would multiply costs the search)"))
+    support.append(("contraction.add_nest_nest", rule(Loop1(w, d, ty, x0, inner_v, attrs), AddNest(inner_v, d1),
+                                                      Loop1(inner_v, d1, ty, acc, m, a2),
+                                                      NestMember(inner_v, px, qx)).then(
+        AddNest(w, d), NestMember(w, px, qx), SwapCand(w, inner_v, d, d1), DirectWant(px, d), DirectWant(qx, d)),
+        "a loop whose body is an add nest started from its carried value adds every member to its init"))
+    inner = P.for1(lb2, ub2, st2, acc, a2, ty, d1, m, y2)
+    outer = P.for1(lb, ub, st, x0, attrs, ty, d, inner, ya)
+    support.append(("contraction.interchange_want", rule(SwapCand(w, inner_v, d, d1), eq(inner_v).to(inner)).then(
+        KFreeWant(lb2, d), KFreeWant(ub2, d), KFreeWant(st2, d)), "demand: are the inner bounds free of the outer loop"))
+    swapped = P.for1(lb, ub, st, acc, a2, ty, d1, _loop_swap.swap(m, d), y2)
+    new = P.for1(lb2, ub2, st2, x0, attrs, ty, d, swapped, ya)
+    support += _direct_rules()
+    rewrites.append(("contraction.interchange", rule(SwapCand(w, inner_v, d, d1), NestMember(w, px, qx),
+                                                     Direct(px, d), Direct(qx, d), KFree(lb2, d), KFree(ub2, d),
+                                                     KFree(st2, d), eq(inner_v).to(inner), eq(w).to(outer),
+                                                     name="contraction.interchange").then(union(w).with_(new)),
+                     "for a in A (x0) {for b in B (acc) {acc + x(a, b)}} == for b in B (x0) {for a in A (acc) {acc + "
+                     "x(a, b)}}  (B free of a: the same members, regrouped; each loop keeps its attributes' place, "
+                     "so the innermost stays reduce = add; only a whose every read is A[.., a, ..]-direct sinks)"))
+    return support, rewrites
+
+
+def _direct_rules() -> list:
+    """``Direct(x, d)``: the factor ``x`` (a broadcast / cast of a load) reads the induction variable of the loop at
+    depth ``d`` only as a whole coordinate (each coordinate and the validity is ``Arg(d, 0)`` or free of that
+    loop: the K-tile lift's form), computed on demand (``DirectWant``)."""
+    R = []
+    x, y, view, va = vars_("x y view va", Val)
+    xs, tl = vars_("xs tl", Vals)
+    m = var("m", AMap)
+    t, t2 = vars_("t t2", Ty)
+    d = var("d", i64)
+    for op in ("broadcast", "cast"):
+        R.append((f"contraction.direct_want_{op}", rule(DirectWant(Val.op(op, P.vals(x), m, t), d)).then(
+            DirectWant(x, d)), f"through a {op}"))
+        R.append((f"contraction.direct_{op}", rule(DirectWant(Val.op(op, P.vals(x), m, t), d), Direct(x, d)).then(
+            Direct(Val.op(op, P.vals(x), m, t), d)), f"a {op} of a direct read"))
+    R.append(("contraction.direct_want_load", rule(DirectWant(Val.op("load", Vals.cons(view, xs), m, t), d)).then(
+        IvWant(xs, d)), "a load's coordinates and validity"))
+    R.append(("contraction.direct_load", rule(DirectWant(Val.op("load", Vals.cons(view, xs), m, t), d),
+                                              IvOk(xs, d)).then(Direct(Val.op("load", Vals.cons(view, xs), m, t), d)),
+              "a load whose every coordinate is the induction variable or free of the loop"))
+    R.append(("contraction.iv_want", rule(IvWant(Vals.cons(x, tl), d)).then(IvWant(tl, d), KFreeWant(x, d)),
+              "each operand"))
+    R.append(("contraction.iv_nil", rule(IvWant(Vals.nil(), d)).then(IvOk(Vals.nil(), d)), "no operands"))
+    R.append(("contraction.iv_free", rule(IvWant(Vals.cons(x, tl), d), KFree(x, d), IvOk(tl, d)).then(
+        IvOk(Vals.cons(x, tl), d)), "an operand free of the loop"))
+    iv = Val.arg(d, 0, INDEX)
+    for form, v in (("bcast", Val.op("broadcast", P.vals(iv), m, t2)), ("scalar", iv)):
+        R.append((f"contraction.iv_{form}", rule(IvWant(Vals.cons(v, tl), d), IvOk(tl, d)).then(
+            IvOk(Vals.cons(v, tl), d)), "a coordinate that is the induction variable"))
+    return R
+
+
+#: ``and_last(xs, p, t)``: the operand list ``xs`` with its last operand (a load's validity) and-ed with ``p`` (of
+#: type ``t``)
+@function(egg_fn="ContractAndLast")
+def and_last(xs: Vals, p: Val, t: Ty) -> Vals: ...
+
+
+def _masked_load_rules() -> list:
+    """``select(p, load(.., valid v) fill 0, 0) == load(.., valid p and v) fill 0``: a KIR ``X[..] where p else
+    0.0`` read as one masked load, so a padded convolution's window read is a contract operand (its mask joins
+    the tile's validity)."""
+    R = []
+    p, ld, z, view, x, y, out = vars_("p ld z view x y out", Val)
+    xs, rest, outs = vars_("xs rest outs", Vals)
+    ms, fm, pm = vars_("ms fm pm", AMap)
+    pn, dt = vars_("pn dt", String)
+    pxs = var("pxs", Vals)
+    sh = var("sh", LEs)
+    ax = var("ax", Strs)
+    pt = Ty.frag_axes("i1", sh, ax)
+    t = Ty.frag_axes(dt, sh, ax)
+    tt = var("tt", Ty)
+    R.append(("contraction.and_last_one", rule(eq(outs).to(and_last(Vals.cons(x, Vals.nil()), p, tt))).then(
+        union(outs).with_(Vals.cons(Val.op("and", P.vals(p, x), AMap.nil(), tt), Vals.nil()))),
+        "the last operand and-ed"))
+    R.append(("contraction.and_last_more", rule(eq(outs).to(and_last(Vals.cons(x, Vals.cons(y, rest)), p, tt))).then(
+        union(outs).with_(Vals.cons(x, and_last(Vals.cons(y, rest), p, tt)))), "walk to the last operand"))
+    sel = Val.op("select", P.vals(Val.op(pn, pxs, pm, pt), Val.op("load", Vals.cons(view, xs), fm, t), z), ms, t)
+    masked = Val.op("load", Vals.cons(view, and_last(xs, Val.op(pn, pxs, pm, pt), pt)), fm, t)
+    w, px, qx, fx = vars_("w px qx fx", Val)
+    d, bm, bt = var("d", i64), var("bm", AMap), var("bt", Ty)
+    for pos in (0, 1):
+        factor = px if pos == 0 else qx
+        R.append((f"contraction.mask_want_{pos}", rule(MulMember(w, d, px, qx), eq(factor).to(
+            Val.op("broadcast", P.vals(fx), bm, bt))).then(MaskWant(fx)),
+            "demand: a factor of a sum of products may be a masked load (the suite's other selects stay)"))
+    rule_ = rule(MaskWant(out), eq(out).to(sel), CAttr(fm, "valid", A.bool_(1)), ZeroFill(fm), ZeroVal(z),
+                 name="contraction.masked_load")
+    ldt, cm = var("ldt", String), var("cm", AMap)
+    lt = Ty.frag_axes(ldt, sh, ax)
+    csel = Val.op("select", P.vals(Val.op(pn, pxs, pm, pt), Val.op("cast", P.vals(
+        Val.op("load", Vals.cons(view, xs), fm, lt)), cm, t), z), ms, t)
+    cmasked = Val.op("cast", P.vals(Val.op("load", Vals.cons(view, and_last(xs, Val.op(pn, pxs, pm, pt), pt)), fm,
+                                           lt)), cm, t)
+    rule_c = rule(MaskWant(out), eq(out).to(csel), CAttr(fm, "valid", A.bool_(1)), ZeroFill(fm), ZeroVal(z),
+                  name="contraction.masked_load_cast")
+    return R, [("contraction.masked_load", rule_.then(union(out).with_(masked)),
+                "select(p, load(.., valid v) fill 0, 0) == load(.., valid p and v) fill 0  (where p is false both "
+                "are 0; where p holds both read the load)"),
+               ("contraction.masked_load_cast", rule_c.then(union(out).with_(cmasked)),
+                "select(p, cast(load(.., valid v) fill 0), 0.0) == cast(load(.., valid p and v) fill 0)  (a widened "
+                "bf16/f16 read: the cast of the zero fill is 0.0)")]
+
+
 _LOOP_RULES = _contract_loop_rules()
+_INTERCHANGE_SUPPORT, _INTERCHANGE = _interchange_rules()
+_MASK_SUPPORT, _MASK = _masked_load_rules()
 def _operand_text(form: str) -> str:
     return "an f32 load" if form == "load" else f"an f32-widened {form} load"
 
@@ -401,13 +588,18 @@ def _precision_rules() -> list:
     return R
 
 
-_SUPPORT_RULES = _support_rules() + _lift_rules() + [r for r in _LOOP_RULES if r[0].endswith("_want")]
+_SUPPORT_RULES = _support_rules() + _lift_rules() + [r for r in _LOOP_RULES if r[0].endswith("_want")] + \
+    _INTERCHANGE_SUPPORT + _MASK_SUPPORT
 ANALYSIS_RULES = _SUPPORT_RULES
 for _name, _rule, _law in _SUPPORT_RULES:
     SUPPORT.append(_rule)
+SWAP_RULES = _loop_swap.rules()
+ANALYSIS_RULES = _SUPPORT_RULES + SWAP_RULES
+for _name, _rule, _law in SWAP_RULES:
+    SWAP.append(_rule)
 
-_RULES = [r for r in _LOOP_RULES if not r[0].endswith("_want")] + _contract_loop_transposed_rules() + _operand_and_init_rules() + \
-    _precision_rules()
+_RULES = [r for r in _LOOP_RULES if not r[0].endswith("_want")] + _contract_loop_transposed_rules() + \
+    _operand_and_init_rules() + _precision_rules() + _INTERCHANGE + _MASK
 
 
 def rules():
