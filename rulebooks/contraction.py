@@ -232,6 +232,31 @@ def _lift_rules() -> list:
     return R
 
 
+#: a ``for`` at region depth ``d`` that adds members to its carried value: a step-1 ``reduce = add`` sum of
+#: products ``acc + mul(x, y)``, or a loop whose body is such a nest started from its carried value (``for c: for kh:
+#: for kw {reduce = add}: acc + x``, a KIR ``sum(c, kh, kw: ..)``): the nest adds every member once to its init
+AddNest = relation("ContractAddNest", Val, i64)
+#: ``(loop, depth, type, member)``: a ``reduce = add`` loop ``for .. {acc + member}`` (the contract rules join
+#: from this small table: matching the loop and its two operand loads at once made egglog's join enumerate every
+#: pair of loads, 20 s per search once interchange multiplied the loops)
+SumMember = relation("ContractSumMember", Val, i64, Ty, Val)
+#: ``(loop, depth, x, y)``: such a loop whose member is ``mul(x, y)``
+MulMember = relation("ContractMulMember", Val, i64, Val, Val)
+#: demand: the value is a factor of a sum of products (``masked_load`` reads it as one masked load)
+MaskWant = relation("ContractMaskWant", Val)
+#: ``(nest, x, y)``: the innermost member of an add nest is ``mul(x, y)``
+NestMember = relation("ContractNestMember", Val, Val, Val)
+#: demand / fact: the factor reads the depth-``d`` loop's induction variable only as a whole coordinate
+DirectWant = relation("ContractDirectWant", Val, i64)
+Direct = relation("ContractDirect", Val, i64)
+IvWant = relation("ContractIvWant", Vals, i64)
+IvOk = relation("ContractIvOk", Vals, i64)
+#: ``(loop, depth, type, init, body, attrs)`` of every pure one-carry ``for``
+Loop1 = relation("ContractLoop1", Val, i64, Ty, Val, Val, AMap)
+#: ``(outer, inner, d, d + 1)``: a two-loop add nest ``for a {for b: ..}`` (inner started from the outer's carried)
+SwapCand = relation("ContractSwapCand", Val, Val, i64, i64)
+
+
 def _contract_loop_rules() -> list:
     """``for k step 1: acc + a(k) * b(k)`` over an ownership-blocked accumulator ``[T0, T1]`` (axes ``b0, b1``) ->
     a K-tiled contract loop, whatever the operands' layouts: each operand is a load over one accumulator axis whose
@@ -378,31 +403,6 @@ def _operand_and_init_rules() -> list:
                   "sum(members, init 0) + y == sum(members, init y)  (an ordinary sum: y is one more member, "
                   "added first; y is computed without the loop)"))
     return R
-
-
-#: a ``for`` at region depth ``d`` that adds members to its carried value: ``reduce = add`` with the body
-#: ``add(carried, member)``, or a loop whose body is such a nest started from its carried value (``for c: for kh:
-#: for kw {reduce = add}: acc + x``, a KIR ``sum(c, kh, kw: ..)``): the nest adds every member once to its init
-AddNest = relation("ContractAddNest", Val, i64)
-#: ``(loop, depth, type, member)``: a ``reduce = add`` loop ``for .. {acc + member}`` (the contract rules join
-#: from this small table: matching the loop and its two operand loads at once made egglog's join enumerate every
-#: pair of loads, 20 s per search once interchange multiplied the loops)
-SumMember = relation("ContractSumMember", Val, i64, Ty, Val)
-#: ``(loop, depth, x, y)``: such a loop whose member is ``mul(x, y)``
-MulMember = relation("ContractMulMember", Val, i64, Val, Val)
-#: demand: the value is a factor of a sum of products (``masked_load`` reads it as one masked load)
-MaskWant = relation("ContractMaskWant", Val)
-#: ``(nest, x, y)``: the innermost member of an add nest is ``mul(x, y)``
-NestMember = relation("ContractNestMember", Val, Val, Val)
-#: demand / fact: the factor reads the depth-``d`` loop's induction variable only as a whole coordinate
-DirectWant = relation("ContractDirectWant", Val, i64)
-Direct = relation("ContractDirect", Val, i64)
-IvWant = relation("ContractIvWant", Vals, i64)
-IvOk = relation("ContractIvOk", Vals, i64)
-#: ``(loop, depth, type, init, body, attrs)`` of every pure one-carry ``for``
-Loop1 = relation("ContractLoop1", Val, i64, Ty, Val, Val, AMap)
-#: ``(outer, inner, d, d + 1)``: a two-loop add nest ``for a {for b: ..}`` (inner started from the outer's carried)
-SwapCand = relation("ContractSwapCand", Val, Val, i64, i64)
 
 
 def _interchange_rules() -> tuple[list, list]:
@@ -590,7 +590,6 @@ def _precision_rules() -> list:
 
 _SUPPORT_RULES = _support_rules() + _lift_rules() + [r for r in _LOOP_RULES if r[0].endswith("_want")] + \
     _INTERCHANGE_SUPPORT + _MASK_SUPPORT
-ANALYSIS_RULES = _SUPPORT_RULES
 for _name, _rule, _law in _SUPPORT_RULES:
     SUPPORT.append(_rule)
 SWAP_RULES = _loop_swap.rules()
