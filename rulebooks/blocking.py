@@ -10,7 +10,10 @@ made of element-wise ops, constants, launch values, loads and gathers (with or w
 loops carrying one non-index value whose bounds are uniform across the tile's lanes, or prefix loops (a KIR scan's
 point loop): ``for k in [0, j + 1)`` (or ``[0, j)``, an exclusive scan) step 1 over a blocked coordinate ``j``
 yielding ``c(carried, m(k))`` for a float combiner ``c`` in add, mul, max, min, with ``m`` independent of the
-carried value (it must lift without it). Every construct without a lifting rule leaves its ``lift`` term
+carried value (it must lift without it) and, lifted over the ownership tile, not varying along ``j`` (it reads the
+point only through ``k``); or suffix loops (a reverse scan's point loop as construction builds it): ``for u in [0,
+hi - j)`` (``[0, hi - (j + 1))``, exclusive) step 1 yielding ``c(m(hi - 1 - u), carried)``, ``hi`` uniform, under
+the same conditions. Every construct without a lifting rule leaves its ``lift`` term
 unresolved: the variant then has no finite-cost term and extraction keeps the unblocked program, so a rule never
 produces a partial program.
 
@@ -25,7 +28,10 @@ A prefix loop over the tile ``j in [j0, j0 + T)`` becomes ``c(for k in [0, j0): 
 range(T))))``: the uniform prefix (marked ``reduce = c``, so the reduction group blocks it) combined with the
 inclusive (exclusive) scan of the tile's own members along ``j``'s axis (SPEC PASS-4 "order-preserving
 reassociation of scan": the same members in the same order, grouped once; a member past the segment's end reads
-its fill and reaches only lanes past the end, which are not written).
+its fill and reaches only lanes past the end, which are not written). A suffix loop over the tile becomes ``c(for u
+in [0, hi - j0 - T): c(acc, m(hi - 1 - u)), rscan_c(m(j0 + range(T)) where j < hi else identity))``: the uniform
+suffix past the tile (marked ``reduce = c``, carried over the other ownership axes) combined with the reverse
+inclusive (exclusive) tile scan; members past the end reach every earlier lane, so they are the identity.
 
 Preserves: the value written to every element (each element still has exactly one writing lane computing the same
 expression, in the same order inside its lane; a prefix loop's sum up to that regrouping); effect order; the ABI;
@@ -509,7 +515,7 @@ def _lift_rules():
     # regrouped once. `for k in [0, j)` (an exclusive scan) likewise, with an exclusive tile scan (its first lane is
     # the identity, exact against the prefix). (+) is add, mul, max or min on a float (``ScanIdentity``). Lanes past
     # the segment's end read filled members, which reach only lanes past the end (not written).
-    kj, mj, ms = vars_("kj mj ms", i64)
+    kj, mj, ms, mlm = vars_("kj mj ms mlm", i64)
     one, lm, ls, st0, jc, jt = vars_("one lm ls st0 jc jt", Val)
     lat, oat, sat, aat, bat, rat, jat, ca = vars_("lat oat sat aat bat rat jat ca", AMap)
     jty, bty, rty = vars_("jty bty rty", Ty)
@@ -557,7 +563,7 @@ def _lift_rules():
                                                   identity=A.list_(As.cons(ident, As.nil()))),
                          frag_ty(dt, ms, tiles))
         add(f"lift_prefix_scan_{kind}", rule(
-            *facts, eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
+            *facts, eq(mlm).to(MaskOf(lm)), eq(mlm & mj).to(i64(0)), eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
             eq(lb).to(lift(y0, own)), eq(mb).to(MaskOf(lb)), eq(lm).to(lift(mv, own)),
             eq(ls).to(lift(lm, scan_ctx)), eq(ms).to(MaskOf(ls)), ne(ms & mj).to(i64(0)),
             eq(full | ms).to(full)).then(
@@ -565,6 +571,8 @@ def _lift_rules():
                                   frag_ty(dt, full, tiles)))),
             f"for k in [0, j{'' if excl else '+1'}): c (+) m(k) over j in [j0, j0+T) == (for k in [0, j0): c (+) "
             f"m(k)) (+) {kind}_scan(m(j0 + range(T)))")
+    for excl in (0, 1):
+        _suffix_scan_rules(add, excl)
     # the scan context: the loop variable -> the scanned axis's coordinates; other regions' arguments are uniform
     add("ctx_tiles_scan", rule(eq(c).to(LiftCtx.scan(d, jc, jt, ptiles, mj))).then(union(ctx_tiles(c)).with_(ptiles)),
         "tiles of a scan ctx")
@@ -617,6 +625,119 @@ def _lift_rules():
         AMap.cons(key, vo, mark_valid_fill(m, a)), ne(key).to(String("valid")), ne(key).to(String("fill"))),
         "other keys are kept")
     return R
+
+
+@function
+def _suffix_scan(ls: Val, lb: Val, la: Val, jt: Val, hl: Val, st0: Val, lb_: Val, st_: Val, attrs: AMap,
+                 rya: AMap, d: i64Like, ivt: Ty, comb: StringLike, ca: AMap, dt: StringLike, ident: A, full: i64Like,
+                 rest: i64Like, tiles: LEs, tile: LE, mj: i64Like, excl: i64Like) -> Val:
+    """A suffix loop lifted over a tile, pending its parts (``_suffix_scan_rules``): ``ls`` the tile's members
+    over the scan context, ``lb`` / ``la`` the suffix loop's step and initial value over the axes ``rest``, ``jt``
+    the scanned axis's tail mask, ``hl`` the loop's ``hi``, ``st0`` the tile start, ``tile`` its size; the rest is
+    the original loop's; ``excl`` 1 for an exclusive scan. Rewritten into the lifted value once the parts are
+    lifted (two stages: one rule joining the loop's shape and the lifted parts at once took egglog seconds per
+    iteration)."""
+
+
+def _suffix_scan_rules(add, excl: int) -> None:
+    """Suffix loops (KIR reverse scans, SPEC PASS-3.3/PASS-4 "order-preserving reassociation of scan"): construction
+    counts a reverse scan's trips ``u in [0, hi - j)`` (``[0, hi - (j + 1))`` when exclusive) and reads the member
+    at ``k = hi - 1 - u``, combining ``c(m(k), carried)`` (members in increasing index order, the last first). Over
+    the tile ``j in [j0, j0 + T)`` of a blocked axis this is ``c(S, rscan(m(j0 + range(T))))``: the uniform suffix
+    ``S`` past the tile (``u in [0, hi - j0 - T)``, the same loop with a uniform trip count, marked ``reduce = c``
+    so the reduction group blocks it) combined with the reverse inclusive (exclusive) scan of the tile's own
+    members. ``c`` is one of the commutative float combiners of ``ScanIdentity``, so ``S``'s step may be written
+    ``c(carried, m)`` and ``S`` may stand left of the tile's part (the same members, regrouped). ``S`` carries the
+    ownership axes other than the scanned one (all of them when the scanned axis is the only one): it does not vary
+    along the scanned axis, and a tile-shaped carry would let ``contraction.bias_into_init`` fold the tile's part
+    into its initial value, a loop the reduction group cannot narrow to rows. Members past the segment's end enter
+    the scan of every earlier lane, so they are the identity (the tail select), not the load's fill.
+
+    Legality: the member lifted over the ownership tile does not vary along the scanned axis (it reads the point
+    only through ``k``, as construction builds it); ``hi`` is uniform over the tile."""
+    dt = var("dt", String)
+    x, y, v, lb_, ub_, st_, y0, hi, one, la, lb, lm, ls, jc, st0, hl, jt = vars_(
+        "x y v lb_ ub_ st_ y0 hi one la lb lm ls jc st0 hl jt", Val)
+    coords, tails = vars_("coords tails", Vals)
+    tiles = var("tiles", LEs)
+    tl = list(vars_(" ".join(f"t{b}" for b in range(NBITS)), LE))
+    tile = var("tile", LE)
+    d, kj, full, ma, mb, ms, mlm, rest, mj = vars_("d kj full ma mb ms mlm rest mj", i64)
+    attrs, rya, ca, zat, sat, oat, fat, uat, bat, rat, jat = vars_("attrs rya ca zat sat oat fat uat bat rat jat",
+                                                                   AMap)
+    ivt, bty, rty, jty = vars_("ivt bty rty jty", Ty)
+    mv = var("mv", Val)
+    comb = var("comb", String)
+    ident = var("ident", A)
+    kind = "exclusive" if excl else "inclusive"
+    own = LiftCtx.own(coords, tails, tiles, full)
+    own_rest = LiftCtx.own(coords, tails, tiles, rest)     # the suffix past the tile: no scanned axis
+    scalar = Ty.scalar(dt)
+    acc = Val.arg(d, 1, scalar)
+    loop = Val.res(Multi.op("for", _vals(lb_, ub_, st_, x), attrs, Tys.cons(scalar, Tys.nil()),
+                            Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(scalar, Tys.nil())), Stmts.nil(),
+                                                     _vals(y0), rya), Regions.nil())), 0, scalar)
+    first = Val.op("add", _vals(Val.arg(1, kj, INDEX), one), fat, INDEX) if excl else Val.arg(1, kj, INDEX)
+    shape = [eq(y).to(lift(loop, own)), eq(lb_).to(Val.op("const", Vals.nil(), zat, INDEX)),
+             eq(st_).to(Val.op("const", Vals.nil(), sat, INDEX)),
+             eq(ub_).to(Val.op("sub", _vals(hi, first), uat, INDEX)),
+             *([eq(one).to(Val.op("const", Vals.nil(), oat, INDEX))] if excl else [])]
+    walks = [_LeafAttrWalk(zat, zat), _LeafAttrWalk(sat, sat)] + ([_LeafAttrWalk(oat, oat)] if excl else [])
+    add(f"index_leaf_attrs_suffix_{kind}", rule(*shape).then(*walks),
+        "the attributes of a candidate suffix loop's bounds and step are read by the suffix-scan rule")
+    facts = shape + [
+        IndexLeafAttr(zat, "value", A.int_(0)), IndexLeafAttr(sat, "value", A.int_(1)),
+        *([IndexLeafAttr(oat, "value", A.int_(1))] if excl else []),
+        eq(y0).to(Val.op(comb, _vals(mv, acc), ca, scalar)), ScanIdentity(comb, dt, ident),
+        eq(jc).to(nth(coords, kj)), eq(mj).to(MaskOf(jc)),
+        eq(jc).to(Val.op("add", _vals(Val.op("broadcast", _vals(st0), bat, bty),
+                                      Val.op("range", Vals.nil(), rat, rty)), jat, jty)),
+        eq(hl).to(lift(hi, own)), eq(MaskOf(hl)).to(i64(0)),
+        eq(lm).to(lift(mv, own)), eq(mlm).to(MaskOf(lm)), eq(mlm & mj).to(i64(0)),
+    ]
+    one_c = Val.op("const", Vals.nil(), _amap(value=A.int_(1)), INDEX)
+    swapped = Val.op(comb, _vals(acc, mv), ca, scalar)
+    for bit in (0, 1):
+        # lane q of the tile reads its member at k = jc[q], i.e. on trip u = hi - 1 - jc[q]
+        trips = Val.op("sub", _vals(Val.op("broadcast", _vals(Val.op("sub", _vals(hl, one_c), AMap.nil(), INDEX)),
+                                           _amap(dims=_ints([])), frag_ty("index", 1 << bit, tiles)), jc),
+                       AMap.nil(), frag_ty("index", 1 << bit, tiles))
+        scan_ctx = LiftCtx.scan(d, trips, tail(mj, own), tiles, mj)
+        for narrow in (0, 1):
+            # narrow: the suffix carries the ownership axes but the scanned one; else (a rank-1 tile) all of them
+            gate = [ne(full).to(mj), eq(rest).to(full - mj)] if narrow else [eq(full).to(mj), eq(rest).to(full)]
+            pending = _suffix_scan(lift(lm, scan_ctx), lift(swapped, own_rest), lift(x, own_rest), tail(mj, own),
+                                   hl, st0, lb_, st_, attrs, rya, d, ivt, comb, ca, dt, ident, full, rest, tiles,
+                                   tl[bit], mj, excl)
+            add(f"demand_suffix_scan_{kind}_b{bit}" + ("_narrow" if narrow else ""),
+                rule(*facts, eq(mj).to(i64(1 << bit)), eq(tiles).to(_les(*tl)), *gate).then(union(y).with_(pending)),
+                "a suffix loop over a tile of the axis it scans: lift its member over the tile and its step over the "
+                "other axes")
+    below = ms & (mj - i64(1))          # the scan axis: the number of member axes below the scanned one
+    ident_c = Val.op("const", Vals.nil(), _amap(value=ident), scalar)
+    member = Val.op("select", _vals(bcast_to(jt, mj, ms, tiles), ls, bcast_to(ident_c, i64(0), ms, tiles)),
+                    AMap.nil(), frag_ty(dt, ms, tiles))
+    scanned = Val.op("scan", _vals(member), _amap(axis=A.int_((below & i64(1)) + ((below >> i64(1)) & i64(1))),
+                                                  combine=A.str_(comb), exclusive=A.bool_(excl),
+                                                  identity=A.list_(As.cons(ident, As.nil())), reverse=A.bool_(1)),
+                     frag_ty(dt, ms, tiles))
+    rest_trips = Val.op("sub", _vals(hl, Val.op("add", _vals(st0, _launch(tile)), AMap.nil(), INDEX)), AMap.nil(),
+                        INDEX)
+    suffix = Val.res(Multi.op(
+        "for", _vals(lb_, rest_trips, st_, bcast_to(la, ma, rest, tiles)), mark_reduce(attrs, comb),
+        Tys.cons(frag_ty(dt, rest, tiles), Tys.nil()),
+        Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(frag_ty(dt, rest, tiles), Tys.nil())), Stmts.nil(),
+                                 _vals(bcast_to(lb, mb, rest, tiles)), rya), Regions.nil())), 0,
+        frag_ty(dt, rest, tiles))
+    add(f"lift_suffix_scan_{kind}", rule(
+        eq(v).to(_suffix_scan(ls, lb, la, jt, hl, st0, lb_, st_, attrs, rya, d, ivt, comb, ca, dt, ident, full, rest,
+                              tiles, tile, mj, excl)),
+        eq(ms).to(MaskOf(ls)), ne(ms & mj).to(i64(0)), eq(full | ms).to(full),
+        eq(ma).to(MaskOf(la)), eq(mb).to(MaskOf(lb)), eq(rest | mb).to(rest)).then(
+        union(v).with_(Val.op(comb, _vals(bcast_to(suffix, rest, full, tiles), bcast_to(scanned, ms, full, tiles)),
+                              ca, frag_ty(dt, full, tiles)))),
+        f"for u in [0, hi - j{' - 1' if excl else ''}): c(m(hi - 1 - u), acc) over j in [j0, j0+T) == "
+        f"c(for u in [0, hi - j0 - T): c(acc, m(hi - 1 - u)), {kind}_reverse_scan(m(j0 + range(T))))")
 
 
 def _ints_t(xs) -> _Term:

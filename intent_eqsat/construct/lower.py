@@ -574,17 +574,24 @@ class Lowerer:
         if not e.reverse:
             start, stop = lo, (p if e.exclusive else self.binary("add", p, one))
         else:
-            start, stop = (self.binary("add", p, one) if e.exclusive else p), hi
+            # A suffix scan counts its trips u in [0, hi - first) and reads the member at hi - 1 - u: the member
+            # then depends on the point only through the trip count, as a prefix scan's does (the blocking
+            # group's suffix lifting relies on it: rulebooks/blocking.py).
+            first = self.binary("add", p, one) if e.exclusive else p
+            start, stop = self.const(0, "index"), self.binary("sub", hi, first)
+            last = self.binary("sub", hi, one)
         inits = yield self.identity_g(e.combine, ct)
 
         def body(iv: Value, acc: list[Value]) -> Step:
             x = self.as_list((yield self.value_g(e.body, replace(env, vars={**env.vars, key: iv}))))
             return (yield self.combine_g(e.combine, acc, x, ct))
 
-        def rbody(t_iv: Value, acc: list[Value]) -> Step:
+        def rbody(u: Value, acc: list[Value]) -> Step:
             # Suffix scan in the reference's order: members from the last one down, combine(x, carry).
-            iv = self.binary("sub", self.binary("sub", self.binary("add", start, stop), one), t_iv)
+            iv = self.binary("sub", last, u)
             x = self.as_list((yield self.value_g(e.body, replace(env, vars={**env.vars, key: iv}))))
+            if e.combine in BUILTIN_COMBINERS:      # the member widened to the carried type (an f16/bf16 sum's f32)
+                x = [self.coerce(v, a.type.dtype) for v, a in zip(x, acc)]
             return (yield self.combine_g(e.combine, x, acc, ct))
 
         out = yield self.loop_g(start, stop, inits, rbody if e.reverse else body, hint=f"{e.var}_s")

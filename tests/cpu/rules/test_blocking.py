@@ -118,10 +118,40 @@ def test_at_the_problem_size_a_row_is_one_tile_and_the_prefix_is_empty():
     _check(module, result.program, seed=9)
 
 
-def test_a_suffix_loop_is_not_scanned():
-    """Only prefix loops from 0 are rewritten: cumsum_reversed's suffix loop `for k in [j, N)` is not."""
-    result = optimize(construct(_load("cumsum_reversed")), target="sm90")
-    assert not _ops(result.program, "scan")
+#: reverse (suffix) scans as users write them (torch.flip(torch.cumsum(torch.flip(x, [d]), d), [d]) and kin):
+#: another axis than the last, rank 1, an exclusive product (the tail lanes must be the identity, not a load's 0
+#: fill), a bf16 member reading a second view (summed in f32)
+SUFFIX_SCANS = {
+    "cumsum_reversed": ("add", None),
+    "rcumprod_exclusive": ("mul", "kernel rcumprod_exclusive(X: f32[M, N], Y: out f32[M, N]) {\n"
+                                  "  Y[i, j] = cumprod(j: X[i, j], exclusive, reverse)\n}"),
+    "rcummax_mid_axis": ("max", "kernel rcummax_mid_axis(X: f32[B, L, C], Y: out f32[B, L, C]) {\n"
+                                "  Y[b, l, c] = cummax(l: X[b, l, c], reverse)\n}"),
+    "rcummin_1d": ("min", "kernel rcummin_1d(X: f32[N], Y: out f32[N]) {\n  Y[j] = cummin(j: X[j], reverse)\n}"),
+    "rcumsum_exclusive_weighted_bf16": ("add", "kernel rcumsum_exclusive_weighted_bf16(X: bf16[M, N], W: bf16[N], "
+                                               "Y: out bf16[M, N]) {\n"
+                                               "  Y[i, j] = cumsum(j: X[i, j] * W[j], exclusive, reverse)\n}"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUFFIX_SCANS))
+def test_a_suffix_loop_over_a_blocked_axis_becomes_a_reverse_tile_scan_plus_a_suffix(name):
+    """A reverse scan's point loop over a blocked axis (`u in [0, hi - j)`, member at `hi - 1 - u`): the reverse
+    scan of the tile's own members combined with the uniform suffix past the tile, an ordinary reduction blocked by
+    the reduction group (SPEC PASS-4 "order-preserving reassociation of scan"); before, one program per element
+    looped over the rest of its row. Rows span several tiles (tiles of at most 64 lanes), so the suffix runs."""
+    combine, text = SUFFIX_SCANS[name]
+    module = _load(name) if text is None else kir.parse(text, filename=f"{name}.kir")
+    result = optimize(construct(module), target="sm90", tile_candidates=(32, 64))
+    k = result.program.kernels[0]
+    assert any(str(e).startswith("ceil_div(") for e in k.space.segments[0].extents), f"{name} was not blocked"
+    scans = _ops(result.program, "scan")
+    assert len(scans) == 1 and scans[0].attrs["reverse"] is True and scans[0].attrs["combine"] == combine
+    assert bool(scans[0].attrs.get("exclusive", False)) == ("exclusive" in name)
+    suffix = [op for op in _ops(result.program, "for") if op.attrs.get("reduce") == combine]
+    assert suffix, "the members past the tile are an ordinary reduction"
+    ir.verify(result.program)
+    assert_matches_reference(module, result.program, seeds=(3, 4), lo=70, hi=150, min_rtol=1e-4, min_atol=1e-4)
 
 
 HIGH_RANK = {

@@ -1,0 +1,139 @@
+"""Reverse (suffix) scans, checked and timed beside eager PyTorch and torch.compile on one GPU in one run (issue 27
+item 4).
+
+PyTorch has no reverse cumsum: users write ``torch.flip(torch.cumsum(torch.flip(x, [d]), d), [d])`` (and the same
+for cumprod / cummax), which is the anchor here. Each kernel is ``bench/suite/<kernel>.kir``. Two steps (the GPU
+machine has no egglog):
+
+    prepare (here): .venv/bin/python bench/scan_bench.py prepare --out DIR [--only K1,K2]
+        compiles each kernel for its shape (``sizes=``, no tuning file) into ``DIR/gen/<kernel>__triton__pick.py``
+    run (on the GPU): python3 bench/scan_bench.py run --in DIR [--base DIR2] [--json FILE] [--only ..]
+        per kernel: checks the launch against torch in float64 (relative L2 error; the output poisoned first),
+        times it, eager PyTorch and torch.compile with ``triton.testing.do_bench`` (median ms); with ``--base``
+        (a prepare folder of the commit before) both programs are also timed at the case's small shape, where the
+        old one-program-per-element suffix loop still finishes; a table of ratios (anchor ms / our ms) last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from split_reduction_bench import _load, _rel, compile_into  # noqa: E402  (the same check, loader, compile)
+
+
+def _flip_scan(t, op: str, dim: int, exclusive: bool = False):
+    """What a PyTorch user writes for a reverse scan along ``dim``."""
+    def fn(X):
+        r = torch_scan(t, op, t.flip(X, [dim]), dim)
+        out = t.flip(r, [dim])
+        return out - X if exclusive else out
+    return fn
+
+
+def torch_scan(t, op: str, x, dim: int):
+    if op == "sum":
+        return t.cumsum(x, dim)
+    if op == "prod":
+        return t.cumprod(x, dim)
+    return t.cummax(x, dim).values
+
+
+#: kernel -> (sizes, small sizes for the before/after comparison, input(torch, sizes), dtype, the torch call)
+CASES = {
+    "cumsum_reversed_f32": ({"M": 4096, "N": 8192}, {"M": 64, "N": 2048},
+                            lambda t, s: t.randn(s["M"], s["N"], device="cuda"), "float32",
+                            lambda t: _flip_scan(t, "sum", 1)),
+    "cumsum_reversed_excl_bf16": ({"M": 4096, "N": 8192}, {"M": 64, "N": 2048},
+                                  lambda t, s: t.randn(s["M"], s["N"], device="cuda").bfloat16(), "bfloat16",
+                                  lambda t: _flip_scan(t, "sum", 1, exclusive=True)),
+    "cumprod_reversed_f32": ({"M": 4096, "N": 8192}, {"M": 64, "N": 2048},
+                             lambda t, s: 1.0 + 1e-3 * t.randn(s["M"], s["N"], device="cuda"), "float32",
+                             lambda t: _flip_scan(t, "prod", 1)),
+    "cummax_reversed_mid_f32": ({"B": 32, "L": 1024, "C": 1024}, {"B": 2, "L": 512, "C": 256},
+                                lambda t, s: t.randn(s["B"], s["L"], s["C"], device="cuda"), "float32",
+                                lambda t: _flip_scan(t, "max", 1)),
+}
+
+
+def prepare(out: Path, only: set[str] | None = None) -> None:
+    """Compile every kernel of :data:`CASES` (or those in ``only``) for its shape (the optimizer runs here)."""
+    (out / "gen").mkdir(parents=True, exist_ok=True)
+    for name, (sizes, *_rest) in CASES.items():
+        if only is None or name in only:
+            compile_into(out, name, sizes)
+
+
+def _check(t, mod, fn, x, dtype):
+    want = fn(x.double())
+    out = t.full(want.shape, float("nan"), device="cuda", dtype=getattr(t, dtype))
+    mod.launch(x, out)
+    return out, _rel(out, want)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    pp = sub.add_parser("prepare", help="compile the kernels (here)")
+    pp.add_argument("--out", type=Path, required=True)
+    pp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to compile")
+    rp = sub.add_parser("run", help="check and time them (on the GPU)")
+    rp.add_argument("--in", dest="indir", type=Path, required=True)
+    rp.add_argument("--base", type=Path, default=None, help="a prepare folder of the commit before")
+    rp.add_argument("--json", type=Path, default=None)
+    rp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to run")
+    args = ap.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else None
+    if args.cmd == "prepare":
+        prepare(args.out, only)
+        return 0
+    import torch
+    from triton.testing import do_bench
+    rows = []
+    for name, (sizes, small, make_input, dtype, make_fn) in CASES.items():
+        if only is not None and name not in only:
+            continue
+        src = args.indir / "gen" / f"{name}__triton__pick.py"
+        mod = _load(src)
+        fn = make_fn(torch)
+        compiled = torch.compile(fn, dynamic=False)
+        torch.manual_seed(0)
+        x = make_input(torch, sizes)
+        out, err = _check(torch, mod, fn, x, dtype)
+        row = {"kernel": name, "sizes": sizes, "rel_err": err, "eager_rel_err": _rel(fn(x), fn(x.double()))}
+        row["ours_ms"] = do_bench(lambda: mod.launch(x, out), warmup=25, rep=100)
+        row["rel_err_after"] = _check(torch, mod, fn, x, dtype)[1]      # a moving error is a race
+        row["eager_ms"] = do_bench(lambda: fn(x), warmup=25, rep=100)
+        compiled(x)
+        row["compile_ms"] = do_bench(lambda: compiled(x), warmup=25, rep=100)
+        base_src = args.base / "gen" / src.name if args.base is not None else None
+        if base_src is not None and base_src.is_file():
+            base = _load(base_src, "base_" + base_src.stem)
+            xs = make_input(torch, small)
+            out_s, row["small_rel_err"] = _check(torch, mod, fn, xs, dtype)
+            out_b, row["base_small_rel_err"] = _check(torch, base, fn, xs, dtype)
+            row["small_sizes"] = small
+            row["small_ms"] = do_bench(lambda: mod.launch(xs, out_s), warmup=5, rep=20)
+            row["base_small_ms"] = do_bench(lambda: base.launch(xs, out_b), warmup=1, rep=5)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del x, out
+        torch.cuda.empty_cache()
+    if args.json:
+        args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    print(f"\n{torch.cuda.get_device_name()}; ratio = anchor ms / our ms; small = the before/after shape")
+    print(f"{'kernel':26} {'rel err':>8} {'ours ms':>8} {'eager':>8} {'compile':>8} {'vs eager':>8} {'vs comp':>8} "
+          f"{'small ms':>9} {'before ms':>10} {'speedup':>8}")
+    for r in rows:
+        before = f"{r['small_ms']:9.3f} {r['base_small_ms']:10.3f} {r['base_small_ms'] / r['small_ms']:8.1f}" \
+            if "base_small_ms" in r else ""
+        print(f"{r['kernel']:26} {max(r['rel_err'], r['rel_err_after']):8.1e} {r['ours_ms']:8.3f} "
+              f"{r['eager_ms']:8.3f} {r['compile_ms']:8.3f} {r['eager_ms'] / r['ours_ms']:8.2f} "
+              f"{r['compile_ms'] / r['ours_ms']:8.2f} {before}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
