@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Mapping
@@ -31,8 +31,9 @@ class CompiledKernel:
     """A compiled KIR module: the verified program, the generated source and what the optimizer reported.
 
     ``program`` is the program that was serialized (the extracted one; the constructed one until the optimizer
-    exists). ``sources`` maps every kernel of the module to its generated source; ``kernel_name`` is the kernel
-    that ``source`` and calling the object refer to (the one asked for, else the module's first)."""
+    exists). ``sources`` maps every kernel compiled to its generated source (every kernel of the module, or the
+    one ``compile(kernel=...)`` asked for); ``kernel_name`` is the kernel that ``source`` and calling the object
+    refer to (the one asked for, else the module's first)."""
 
     program: ir.Module
     sources: dict[str, str]
@@ -330,7 +331,9 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
     """Compile ``.kir`` text, a ``.kir`` path or a KIR module for ``target`` with ``provider``.
 
     Stages: load, KIR verify, construct, optimize (the e-graph optimizer; ``optimize=False``
-    serializes the constructed program), GPU IR verify, serialize. ``sizes`` (e.g. ``{"M": 4096, "N": 4096,
+    serializes the constructed program), GPU IR verify, serialize. ``kernel`` names the kernel of a file of several
+    to compile (alone: the others are neither optimized nor serialized); without it every kernel is compiled and
+    the first is the one called. ``sizes`` (e.g. ``{"M": 4096, "N": 4096,
     "K": 4096}``) tells the cost model the problem to be fastest for: block sizes are chosen for it (the program
     stays correct for every size); a symbol not given takes a size plausible for its role (a window extent 3,
     :mod:`intent_eqsat.kir.roles`; ``report["assumed_sizes"]``), any other 1024. ``calibration`` (tuning file path(s) written by ``bench/tile_sweep.py``, or a
@@ -361,13 +364,21 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
         pipeline.annotate(err, "load", None, filename)
         raise
     load_s = time.perf_counter() - t0
+    selected = _select_kernel(module, kernel)
+    # ``kernel`` of a file of several: that kernel alone is compiled (the others are not optimized for nothing)
+    alone = kernel is not None and len(module.kernels) > 1
     root = compile_cache.cache_dir(cache)
     key = None
     if root is not None:
-        key = compile_cache.key_of(text, target=target, provider=provider, options=options,
-                                   rulebooks=rulebooks, optimize=optimize, sizes=sizes, calibration=calibration,
-                                   specialize=specialize, budget=budget)
-        hit = compile_cache.lookup(root, key) if key is not None else None
+        keyed = dict(target=target, provider=provider, options=options, rulebooks=rulebooks, optimize=optimize,
+                     sizes=sizes, calibration=calibration, specialize=specialize, budget=budget)
+        key = compile_cache.key_of(text, **keyed, kernel=selected if alone else None)
+        # the whole file's entry (a batch run or a compile without ``kernel``) serves one kernel of it too
+        hit = None
+        for k in dict.fromkeys([compile_cache.key_of(text, **keyed), key] if alone else [key]):
+            hit = compile_cache.lookup(root, k) if k is not None else None
+            if hit is not None:
+                break
         _LOG.info("%s: compile cache %s (%s)", module.filename or "<string>",
                   "hit" if hit is not None else "miss" if key is not None else "not keyable", root)
         if hit is not None:
@@ -382,6 +393,9 @@ def compile(source: "str | os.PathLike[str] | kir.KirModule", *, target: str = "
                 ck.report["cached"] = True
                 return ck
     bar = CompileProgress(module.filename or "<string>", always=True) if progress else None
+    if alone:
+        module = replace(module, items=tuple(i for i in module.items
+                                             if not isinstance(i, kir.Kernel) or i.name == selected))
     try:
         res = pipeline.run(module, target=target, provider=provider, options=options, rulebooks=rulebooks,
                            filename=filename, optimize_program=optimize, sizes=sizes, calibration=calibration,

@@ -189,8 +189,10 @@ def _keyable(value: Any) -> bool:
 
 
 def key_of(text: str, *, target: str, provider: str, options: Any, rulebooks: Any, optimize: bool,
-           sizes: Any, calibration: Any, specialize: Any, budget: Any) -> str | None:
-    """The batch cache key of this compile, or None when an input cannot be keyed."""
+           sizes: Any, calibration: Any, specialize: Any, budget: Any, kernel: str | None = None) -> str | None:
+    """The batch cache key of this compile, or None when an input cannot be keyed. ``kernel``: the compile of that
+    kernel alone (``compile(kernel=...)`` of a file of several); None, every kernel of the file (the batch's key,
+    unchanged)."""
     from intent_eqsat.batch.cache import job_key
 
     if not (_keyable(rulebooks) and _keyable(calibration)):
@@ -203,6 +205,8 @@ def key_of(text: str, *, target: str, provider: str, options: Any, rulebooks: An
            "rulebooks": as_paths(rulebooks), "sizes": dict(sizes) if sizes else None,
            "calibration": as_paths(calibration), "budget": budget,
            "specialize": pipeline.make_specialize(specialize) or None}
+    if kernel is not None:
+        job["kernel"] = kernel
     versions = pipeline.rulebook_versions(job["rulebooks"]) if optimize else None
     return job_key(job, versions)
 
