@@ -1,17 +1,18 @@
-"""Reverse (suffix) scans, checked and timed beside eager PyTorch and torch.compile on one GPU in one run (issue 27
-item 4).
+"""Operators as PyTorch users write them -- reverse (suffix) scans (issue 27 item 4) and pools of rank 2 and 3
+(item 5) -- checked and timed beside eager PyTorch and torch.compile on one GPU in one run.
 
 PyTorch has no reverse cumsum: users write ``torch.flip(torch.cumsum(torch.flip(x, [d]), d), [d])`` (and the same
-for cumprod / cummax), which is the anchor here. Each kernel is ``bench/suite/<kernel>.kir``. Two steps (the GPU
-machine has no egglog):
+for cumprod / cummax), which is the anchor for the scans; the pools' anchors are ``F.max_pool3d`` /
+``F.avg_pool2d`` / ``F.max_pool2d``. Each kernel is ``bench/suite/<kernel>.kir``. Two steps (the GPU machine has no
+egglog):
 
-    prepare (here): .venv/bin/python bench/scan_bench.py prepare --out DIR [--only K1,K2]
+    prepare (here): .venv/bin/python bench/user_ops_bench.py prepare --out DIR [--only K1,K2]
         compiles each kernel for its shape (``sizes=``, no tuning file) into ``DIR/gen/<kernel>__triton__pick.py``
-    run (on the GPU): python3 bench/scan_bench.py run --in DIR [--base DIR2] [--json FILE] [--only ..]
+    run (on the GPU): python3 bench/user_ops_bench.py run --in DIR [--base DIR2] [--json FILE] [--only ..]
         per kernel: checks the launch against torch in float64 (relative L2 error; the output poisoned first),
         times it, eager PyTorch and torch.compile with ``triton.testing.do_bench`` (median ms); with ``--base``
-        (a prepare folder of the commit before) both programs are also timed at the case's small shape, where the
-        old one-program-per-element suffix loop still finishes; a table of ratios (anchor ms / our ms) last.
+        (a prepare folder of the commit before) the scans are also timed at their small shape, where the old
+        one-program-per-element suffix loop still finishes; a table of ratios (anchor ms / our ms) last.
 """
 from __future__ import annotations
 
@@ -41,7 +42,12 @@ def torch_scan(t, op: str, x, dim: int):
     return t.cummax(x, dim).values
 
 
-#: kernel -> (sizes, small sizes for the before/after comparison, input(torch, sizes), dtype, the torch call)
+def _pool(F, name: str, *args, **kw):
+    return lambda X: getattr(F, name)(X, *args, **kw)
+
+
+#: kernel -> (sizes, small sizes for the before/after comparison or None, input(torch, sizes), output dtype,
+#: the torch call (torch -> fn))
 CASES = {
     "cumsum_reversed_f32": ({"M": 4096, "N": 8192}, {"M": 64, "N": 2048},
                             lambda t, s: t.randn(s["M"], s["N"], device="cuda"), "float32",
@@ -55,6 +61,15 @@ CASES = {
     "cummax_reversed_mid_f32": ({"B": 32, "L": 1024, "C": 1024}, {"B": 2, "L": 512, "C": 256},
                                 lambda t, s: t.randn(s["B"], s["L"], s["C"], device="cuda"), "float32",
                                 lambda t: _flip_scan(t, "max", 1)),
+    "maxpool3d_f32": ({"N": 8, "C": 64, "D": 32, "H": 64, "W": 64}, None,
+                      lambda t, s: t.randn(s["N"], s["C"], s["D"], s["H"], s["W"], device="cuda"), "float32",
+                      lambda t: _pool(t.nn.functional, "max_pool3d", 2)),
+    "avgpool2d_s4_f32": ({"N": 32, "C": 128, "H": 112, "W": 112}, None,
+                         lambda t, s: t.randn(s["N"], s["C"], s["H"], s["W"], device="cuda"), "float32",
+                         lambda t: _pool(t.nn.functional, "avg_pool2d", 4)),
+    "maxpool2d_k3s2p1_f32": ({"N": 32, "C": 64, "H": 112, "W": 112}, None,
+                             lambda t, s: t.randn(s["N"], s["C"], s["H"], s["W"], device="cuda"), "float32",
+                             lambda t: _pool(t.nn.functional, "max_pool2d", 3, stride=2, padding=1)),
 }
 
 
@@ -96,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         if only is not None and name not in only:
             continue
         src = args.indir / "gen" / f"{name}__triton__pick.py"
+        if not src.is_file():
+            print(f"{name}: no {src}", flush=True)
+            continue
         mod = _load(src)
         fn = make_fn(torch)
         compiled = torch.compile(fn, dynamic=False)
@@ -109,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         compiled(x)
         row["compile_ms"] = do_bench(lambda: compiled(x), warmup=25, rep=100)
         base_src = args.base / "gen" / src.name if args.base is not None else None
-        if base_src is not None and base_src.is_file():
+        if small is not None and base_src is not None and base_src.is_file():
             base = _load(base_src, "base_" + base_src.stem)
             xs = make_input(torch, small)
             out_s, row["small_rel_err"] = _check(torch, mod, fn, xs, dtype)
