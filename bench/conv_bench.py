@@ -16,13 +16,12 @@ GPU machine has no egglog):
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from split_reduction_bench import ROOT, _load, _rel, compile_into  # noqa: E402  (the same check, loader, compile)
+from split_reduction_bench import ROOT, _load, _rel, bench_args, compile_into  # noqa: E402  (the same check, loader, compile)
 
 
 def _conv(F, **kw):
@@ -78,18 +77,7 @@ def prepare(out: Path, only: set[str] | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    pp = sub.add_parser("prepare", help="compile the kernels (here)")
-    pp.add_argument("--out", type=Path, default=ROOT / "build" / "conv_bench")
-    pp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to compile")
-    rp = sub.add_parser("run", help="check and time them (on the GPU)")
-    rp.add_argument("--in", dest="indir", type=Path, default=ROOT / "build" / "conv_bench")
-    rp.add_argument("--base", type=Path, default=None, help="a second prepare folder (e.g. the commit before)")
-    rp.add_argument("--json", type=Path, default=None)
-    rp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to run")
-    args = ap.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else None
+    args, only = bench_args(__doc__, argv, ROOT / "build" / "conv_bench")
     if args.cmd == "prepare":
         prepare(args.out, only)
         return 0

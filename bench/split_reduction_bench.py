@@ -130,6 +130,26 @@ def compile_into(out: Path, name: str, sizes: dict) -> None:
           f"{ck.launch_resources} tl.dot={'tl.dot' in ck.source}", flush=True)
 
 
+def bench_args(doc: str, argv: list[str] | None, default_dir: Path | None = None) -> tuple[argparse.Namespace,
+                                                                                   set[str] | None]:
+    """The ``prepare`` / ``run`` command line of a prepare-here, run-on-the-GPU bench (``conv_bench``,
+    ``user_ops_bench``): ``prepare --out DIR [--only ..]``, ``run --in DIR [--base DIR2] [--json FILE] [--only ..]``;
+    returns the arguments and the ``--only`` set (None: every case)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    folder = dict(default=default_dir) if default_dir is not None else dict(required=True)
+    pp = sub.add_parser("prepare", help="compile the kernels (here)")
+    pp.add_argument("--out", type=Path, **folder)
+    pp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to compile")
+    rp = sub.add_parser("run", help="check and time them (on the GPU)")
+    rp.add_argument("--in", dest="indir", type=Path, **folder)
+    rp.add_argument("--base", type=Path, default=None, help="a second prepare folder (e.g. the commit before)")
+    rp.add_argument("--json", type=Path, default=None)
+    rp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to run")
+    args = ap.parse_args(argv)
+    return args, set(args.only.split(",")) if args.only else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)

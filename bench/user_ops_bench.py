@@ -16,13 +16,12 @@ egglog):
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from split_reduction_bench import _load, _rel, compile_into  # noqa: E402  (the same check, loader, compile)
+from split_reduction_bench import _load, _rel, bench_args, compile_into  # noqa: E402  (the same check, loader, compile)
 
 
 def _flip_scan(t, op: str, dim: int, exclusive: bool = False):
@@ -89,18 +88,7 @@ def _check(t, mod, fn, x, dtype):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    pp = sub.add_parser("prepare", help="compile the kernels (here)")
-    pp.add_argument("--out", type=Path, required=True)
-    pp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to compile")
-    rp = sub.add_parser("run", help="check and time them (on the GPU)")
-    rp.add_argument("--in", dest="indir", type=Path, required=True)
-    rp.add_argument("--base", type=Path, default=None, help="a prepare folder of the commit before")
-    rp.add_argument("--json", type=Path, default=None)
-    rp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to run")
-    args = ap.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else None
+    args, only = bench_args(__doc__, argv)
     if args.cmd == "prepare":
         prepare(args.out, only)
         return 0
@@ -137,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             row["base_small_ms"] = do_bench(lambda: base.launch(xs, out_b), warmup=1, rep=5)
         rows.append(row)
         print(json.dumps(row), flush=True)
-        del x, out
+        x = out = None                    # free the inputs before the next case
         torch.cuda.empty_cache()
     if args.json:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
