@@ -505,7 +505,7 @@ def _ranked_after_early_groups(decoded: Kernel, ranked: list[tuple[float, dict]]
                                finish: Callable[..., Kernel],
                                cost_of: Callable[[Kernel], float]) -> list[tuple[float, dict]]:
     """The tile bindings re-ranked by the model's price of each bound program after the groups that run before the
-    launch resources (``split_reduction``), when those groups change the best binding's program; ``ranked``
+    launch resources (``carried_prefix``, ``split_reduction``), when those groups change the best binding's program; ``ranked``
     unchanged otherwise.
 
     Why: a split multiplies the programs of a launch, so the cheapest binding of the unsplit program is not the
