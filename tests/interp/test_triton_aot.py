@@ -98,3 +98,22 @@ def test_atomics_sem_and_scope_in_ptx(gen_dir) -> None:
     ptx = _compile(PROGRAMS["scatter"][0](), "scatter", "sm90", gen_dir).asm["ptx"]
     assert re.search(r"atom\.global\.gpu\.relaxed\.add\.f32|red\.global\.gpu\.relaxed\.add\.f32", ptx)
     assert re.search(r"atom\.global\.gpu\.acq_rel\.add", ptx)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_half_precision_max_min_reductions_and_scans_compile(gen_dir, dtype) -> None:
+    """Triton builds the NaN-propagating maximum of two 16-bit floats in f32: a 16-bit ``tl.reduce`` /
+    ``tl.associative_scan`` combine region then fails to verify and an element-wise ``max`` carried in a loop
+    changes type. The serializer combines 16-bit maxima/minima in f32 and casts back (exact). A row cummax long
+    enough to carry its prefix across column tiles (a loop-carried ``max``) and a row minimum, AOT-compiled."""
+    import intent_eqsat
+    kernels = {"cummax": f"kernel cummax_{dtype}(X: {dtype}[M, N], Y: out {dtype}[M, N]) {{\n"
+                         "  Y[i, j] = cummax(j: X[i, j])\n}\n",
+               "rowmin": f"kernel rowmin_{dtype}(X: {dtype}[M, N], R: out {dtype}[M]) {{\n"
+                         "  R[i] = min(j: X[i, j])\n}\n"}
+    for what, text in kernels.items():
+        ck = intent_eqsat.compile(text, target="sm90", provider="triton", sizes={"M": 16384, "N": 65536},
+                                  cache=False)
+        assert ("associative_scan" if what == "cummax" else "tl.reduce") in ck.source
+        c = compile_aot(load_source(ck.source, gen_dir, f"{what}_{dtype}"), "sm90")
+        assert c.asm["ptx"]

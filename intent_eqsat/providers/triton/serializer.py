@@ -1136,8 +1136,10 @@ class _Printer:
                 e = f"{h}({a}.to(tl.float64), {b}.to(tl.float64))" if dt != "f64" else f"{h}({a}, {b})"
                 e = f"({e}).to({self.TL[dt]})" if dt != "f64" else e
                 narrow = False
-            elif name in ("max", "min"):
+            elif name in ("max", "min"):       # Triton returns f32 for two 16-bit floats: back to dt (exact)
                 e = f"tl.{'maximum' if name == 'max' else 'minimum'}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+                if narrow:
+                    e = f"({e}).to({self.TL[dt]})"
                 narrow = False
             elif name == "pow":
                 e = f"{self.need('_pow')}({wa}, {wb})"
@@ -1507,6 +1509,17 @@ class _Printer:
             comb += "_f" if dtypes.is_float(dt) else "_i"
         return comb
 
+    @staticmethod
+    def _wide(dt: str, comb: str) -> str:
+        """The type a builtin reduce/scan combines in: float sums and products in f32 (f64 for f64); 16-bit float
+        maxima and minima in f32 too (exact: every f16/bf16 value is an f32; Triton's NaN-propagating maximum of
+        two 16-bit values is built in f32, so the 16-bit combine region fails to verify, ``tl.reduce`` asserts)."""
+        if dtypes.is_float(dt) and comb in ("add", "mul"):
+            return "f64" if dt == "f64" else "f32"
+        if dt in ("f16", "bf16") and comb in ("max", "min"):
+            return "f32"
+        return dt
+
     def op_reduce(self, op: Op) -> None:
         axes = sorted({int(a) % max(1, v.type.rank) for v in op.operands[:1] for a in op.attrs["axes"]},
                       reverse=True)
@@ -1522,12 +1535,13 @@ class _Printer:
         for v, r in zip(op.operands, op.results):
             dt = v.type.dtype
             x = self.var(v)
-            if dtypes.is_float(dt) and comb in ("add", "mul"):
-                w = "f64" if dt == "f64" else "f32"
+            if self._wide(dt, comb) != dt or dtypes.is_float(dt) and comb in ("add", "mul"):
+                w = self._wide(dt, comb)
+                fn = self.need("_cmb_" + self._builtin(comb, w))
                 if dt != w:
                     x = f"{x}.to({self.TL[w]})"
                 for ax in axes:
-                    x = f"tl.reduce({x}, {ax}, {self.need('_cmb_' + comb)})"
+                    x = f"tl.reduce({x}, {ax}, {fn})"
                 if dt != w:
                     x = f"({x}).to({self.TL[dt]})"
             elif comb == "add":
@@ -1570,7 +1584,7 @@ class _Printer:
             for v, r in zip(op.operands, op.results):
                 dt = v.type.dtype
                 x = self.var(v)
-                wdt = ("f64" if dt == "f64" else "f32") if dtypes.is_float(dt) and comb in ("add", "mul") else dt
+                wdt = self._wide(dt, comb)
                 if wdt != dt:
                     x = f"{x}.to({self.TL[wdt]})"
                 e = f"tl.associative_scan({x}, {axis}, {self.need('_cmb_' + self._builtin(comb, dt))}, " \
@@ -1583,7 +1597,7 @@ class _Printer:
             for v, r, idn in zip(op.operands, op.results, ids):
                 dt = v.type.dtype
                 x = self.var(v)
-                wdt = ("f64" if dt == "f64" else "f32") if dtypes.is_float(dt) and comb in ("add", "mul") else dt
+                wdt = self._wide(dt, comb)
                 if wdt != dt:
                     x = f"{x}.to({self.TL[wdt]})"
                 fn = self.need("_excl_" + self._builtin(comb, dt))
