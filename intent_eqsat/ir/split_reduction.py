@@ -74,7 +74,7 @@ from typing import Callable
 from intent_eqsat.ir import dtypes
 from intent_eqsat.ir.core import AbiArg, Kernel, Op, Region, Segment, Value
 from intent_eqsat.ir.launch import BinOp, Const, LaunchExpr, ceil_div, le_max, le_min, simplify
-from intent_eqsat.ir.loop_rewrite import FreshNames
+from intent_eqsat.ir.loop_rewrite import FreshNames, clone_region
 from intent_eqsat.ir.spec import SPECS
 from intent_eqsat.ir.types import BufferType, FragmentType, ScalarType, ViewType, static_extent
 
@@ -241,6 +241,15 @@ def _nest(op: Op, defs: dict[str, Op], carried_in: Value | None = None) -> _Nest
     if member is None or member.name == carried.name:
         return None
     return _Nest([op], comb, ops[:-2], member, [(lb, ub)])
+
+
+def _reading_totals(op: Op, totals: dict[str, Value], names: FreshNames) -> Op:
+    """``op`` (one of the group's other ops) reading the combined totals instead of the loops' results, in its
+    regions too (a loop over the columns of a row that reads the row's statistic)."""
+    regions = op.regions
+    if any(v.name in totals for r in regions for inner in _walk(r.ops) for v in inner.operands):
+        regions = [clone_region(r, names, dict(totals)) for r in regions]
+    return replace(op, operands=[totals.get(v.name, v) for v in op.operands], regions=regions)
 
 
 def _reads(ops: list[Op]) -> set[str]:
@@ -461,7 +470,7 @@ def _split_segment(kernel: Kernel, si: int, names: FreshNames) -> Kernel | None:
         tot = tb.op(n.combine, [n.outer.operands[3], tot], n.outer.results[0].type, base="total")
         totals[n.outer.results[0].name] = tot
     for op in rest:
-        then_ops.append(replace(op, operands=[totals.get(v.name, v) for v in op.operands]))
+        then_ops.append(_reading_totals(op, totals, names))
     then_ops.append(Op("yield", [], [], {}))
     b.ops.append(Op("if", [is_last], [], {}, [Region([], then_ops), Region([], [Op("yield", [], [], {})])]))
     b.ops.append(region.ops[-1])
@@ -678,7 +687,7 @@ def _split_outer(kernel: Kernel, si: int, names: FreshNames, chunks: int) -> Ker
         then_ops.append(Op("for", [zero, n_chunks, one_i, c.operands[3]], [tot], {}, [Region([j, acc], fold)]))
         totals[c.results[0].name] = tot
     for op in rest:
-        then_ops.append(replace(op, operands=[totals.get(v.name, v) for v in op.operands]))
+        then_ops.append(_reading_totals(op, totals, names))
     then_ops.append(Op("yield", [], [], {}))
     b.ops.append(Op("if", [is_last], [], {}, [Region([], then_ops), Region([], [Op("yield", [], [], {})])]))
     b.ops.append(region.ops[-1])
