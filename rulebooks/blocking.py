@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import itertools
 
-from egglog import String, StringLike, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
+from egglog import Bool, String, StringLike, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
     set_, union, var, vars_
 
 from intent_eqsat.rules.terms import T as _Term, cons_list, list_items, t as _T
@@ -126,6 +126,34 @@ class LiftCtx(__import__("egglog").Expr, egg_sort="IeLiftCtx"):
 @function
 def lift(v: Val, c: LiftCtx) -> Val:
     """``v`` computed over the tile: a value typed over exactly the tile axes it depends on."""
+
+
+#: a loop at the top of the execution group whose lifting is asked for, and the parts of it (demand of the
+#: uniformity analysis below)
+OwnWant = relation("BlockOwnWant", Val, LiftCtx)
+OwnWantVals = relation("BlockOwnWantVals", Vals, LiftCtx)
+OwnWantRegions = relation("BlockOwnWantRegions", Regions, LiftCtx)
+
+#: ``OwnStat(v)``: ``v`` is, or is part of, a top-level loop that a tiled program computes once for all its lanes
+#: (``lift_for_uniform``): the reduction group blocks its scalar reduction loops over lanes (``BLOCKED_CARRIES``)
+OwnStat = relation("BlockOwnStat", Val)
+OwnStatVals = relation("BlockOwnStatVals", Vals)
+OwnStatRegions = relation("BlockOwnStatRegions", Regions)
+
+
+@function(merge=lambda old, new: old | new)
+def OwnMask(v: Val, c: LiftCtx) -> i64:
+    """The tile axes of ownership context ``c`` that ``v`` depends on: the union of the masks of the blocked
+    coordinates it reads (0: every lane computes the same value). A part the analysis does not follow (a region
+    with statements, a statement's result) counts as every axis of ``c``."""
+
+
+@function(merge=lambda old, new: old | new)
+def OwnMaskVals(xs: Vals, c: LiftCtx) -> i64: ...
+
+
+@function(merge=lambda old, new: old | new)
+def OwnMaskRegions(rs: Regions, c: LiftCtx) -> i64: ...
 
 
 @function(merge=lambda old, new: old)
@@ -494,20 +522,82 @@ def _lift_rules():
                               ne(d).to(i64(1)), ne(dt).to(String("index"))).then(
         union(y).with_(Val.arg(d, 1, frag_ty(dt, full, tiles)))),
         "inside a lifted loop its accumulator argument is a lane fragment")
+    # A loop at the top of the group (region depth 2) that reads no blocked coordinate is the same in every lane
+    # (a BatchNorm channel statistic under a tile of (h, w)): it stays one scalar loop, broadcast where it is used,
+    # so the reduction group can block it (a per-lane loop over the [T0, T1] tile would do T0 * T1 times the work).
+    # ``OwnMask`` is a demand-driven analysis over the loop's term. Not done: a loop reading some of the blocked
+    # coordinates (BatchNorm1d's statistic under a tile of (c, l)) still runs per lane of the whole tile; lifting
+    # it in a context whose lanes are only its axes made the remat group's extraction ill-typed.
+    mr = var("mr", Regions)
+    xs2, ys2 = vars_("xs2 ys2", Vals)
+    cs = var("cs", Vals)
+    add("own_want_loop", rule(eq(y).to(lift(loop, own)), eq(d).to(i64(2))).then(OwnWant(loop, own)),
+        "ask which tile axes a top-level loop ranges over")
+    add("own_want_op", rule(OwnWant(v, c), eq(v).to(Val.op(nm, xs, attrs, t))).then(OwnWantVals(xs, c)),
+        "an op: its operands")
+    add("own_want_res", rule(OwnWant(v, c), eq(v).to(Val.res(Multi.op(nm, xs, attrs, var("rts", Tys), mr), i, t))
+                             ).then(OwnWantVals(xs, c), OwnWantRegions(mr, c)), "a region op: operands and regions")
+    add("own_want_cons", rule(OwnWantVals(Vals.cons(x, rest), c)).then(OwnWant(x, c), OwnWantVals(rest, c)),
+        "each value of a list")
+    add("own_want_region", rule(OwnWantRegions(Regions.cons(Region.make(d, var("ra", Tys), s_, ys2, rya), regs), c)
+                                ).then(OwnWantVals(ys2, c), OwnWantRegions(regs, c)), "each region's yields")
+    own_d = LiftCtx.own(cs, tails, tiles, full)
+    m1, m2 = vars_("m1 m2", i64)
+    add("own_mask_abi", rule(OwnWant(v, c), eq(v).to(Val.arg(0, k, t))).then(set_(OwnMask(v, c)).to(0)),
+        "an ABI value is the same in every lane")
+    add("own_mask_inner_arg", rule(OwnWant(v, c), eq(v).to(Val.arg(d, k, t)), eq(d.bool_gt(i64(1))).to(Bool(True))
+                                   ).then(set_(OwnMask(v, c)).to(0)),
+        "an argument of a region inside a top-level loop (the loop's own or a nested one) is the loop's business")
+    add("own_mask_coord", rule(OwnWant(v, own_d), eq(v).to(Val.arg(1, k, INDEX)),
+                               eq(m1).to(MaskOf(lift(v, own_d)))).then(set_(OwnMask(v, own_d)).to(m1)),
+        "a coordinate ranges over the axes of its tile coordinate (none when the context does not block it)")
+    add("own_mask_nil", rule(OwnWantVals(Vals.nil(), c)).then(set_(OwnMaskVals(Vals.nil(), c)).to(0)), "[]")
+    add("own_mask_cons", rule(OwnWantVals(xs2, c), eq(xs2).to(Vals.cons(x, rest)), eq(m1).to(OwnMask(x, c)),
+                              eq(m2).to(OwnMaskVals(rest, c))).then(set_(OwnMaskVals(xs2, c)).to(m1 | m2)),
+        "a list: the union of its values' axes")
+    add("own_mask_op", rule(OwnWant(v, c), eq(v).to(Val.op(nm, xs, attrs, t)), eq(m1).to(OwnMaskVals(xs, c))).then(
+        set_(OwnMask(v, c)).to(m1)), "an op: its operands' axes")
+    add("own_mask_regions_nil", rule(OwnWantRegions(Regions.nil(), c)).then(
+        set_(OwnMaskRegions(Regions.nil(), c)).to(0)), "no regions")
+    add("own_mask_region", rule(OwnWantRegions(mr, c), eq(mr).to(Regions.cons(Region.make(
+        d, var("ra", Tys), Stmts.nil(), ys2, rya), regs)), eq(m1).to(OwnMaskVals(ys2, c)),
+        eq(m2).to(OwnMaskRegions(regs, c))).then(set_(OwnMaskRegions(mr, c)).to(m1 | m2)),
+        "pure regions: their yields' axes")
+    add("own_mask_stmts", rule(OwnWantRegions(mr, own_d), eq(mr).to(Regions.cons(Region.make(
+        d, var("ra", Tys), Stmts.cons(var("st1", Stmt), ss), ys2, rya), regs))).then(
+        set_(OwnMaskRegions(mr, own_d)).to(full)), "a region with statements is not followed: every axis")
+    add("own_mask_res", rule(OwnWant(v, c), eq(v).to(Val.res(Multi.op(nm, xs, attrs, var("rts", Tys), mr), i, t)),
+                             eq(m1).to(OwnMaskVals(xs, c)), eq(m2).to(OwnMaskRegions(mr, c))).then(
+        set_(OwnMask(v, c)).to(m1 | m2)), "a region op: its operands' and regions' axes")
+    add("own_mask_sres", rule(OwnWant(v, own_d), eq(v).to(Val.sres(var("st2", Stmt), i, t))).then(
+        set_(OwnMask(v, own_d)).to(full)), "a statement's result is not followed: every axis")
+    add("lift_for_uniform", rule(eq(y).to(lift(loop, own)), eq(d).to(i64(2)), eq(OwnMask(loop, own)).to(i64(0)),
+                                 ne(dt).to(String("index"))).then(union(y).with_(loop), OwnStat(loop)),
+        "a top-level loop that reads no blocked coordinate is the same in every lane: it is its own lifting")
+    add("own_stat_op", rule(OwnStat(v), eq(v).to(Val.op(nm, xs, attrs, t))).then(OwnStatVals(xs)),
+        "a statistic's ops: their operands")
+    add("own_stat_res", rule(OwnStat(v), eq(v).to(Val.res(Multi.op(nm, xs, attrs, var("rts", Tys), mr), i, t))).then(
+        OwnStatVals(xs), OwnStatRegions(mr)), "a statistic's region ops: operands and regions")
+    add("own_stat_cons", rule(OwnStatVals(Vals.cons(x, rest))).then(OwnStat(x), OwnStatVals(rest)), "each value")
+    add("own_stat_region", rule(OwnStatRegions(Regions.cons(Region.make(d, var("ra", Tys), s_, ys2, rya), regs))
+                                ).then(OwnStatVals(ys2), OwnStatRegions(regs)), "each region's yields")
     # Legality: the trip range must be the same for every lane (a scan's `for k in [0, j+1)` over a blocked j is
     # not: its bounds vary per lane, so it has no lifting and the kernel stays at scalar ownership).
-    add("lift_for", rule(eq(y).to(lift(loop, own)), eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
-                         eq(lb).to(lift(y0, own)), eq(mb).to(MaskOf(lb)),
-                         eq(MaskOf(lift(lb_, own))).to(i64(0)), eq(MaskOf(lift(ub_, own))).to(i64(0)),
-                         eq(MaskOf(lift(st_, own))).to(i64(0)),
-                         ne(dt).to(String("index"))).then(
-        union(y).with_(Val.res(Multi.op(
-            "for", _vals(lb_, ub_, st_, bcast_to(la, ma, full, tiles)), attrs,
-            Tys.cons(frag_ty(dt, full, tiles), Tys.nil()),
-            Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(frag_ty(dt, full, tiles), Tys.nil())), Stmts.nil(),
-                                     _vals(bcast_to(lb, mb, full, tiles)), rya), Regions.nil())), 0,
-            frag_ty(dt, full, tiles)))),
-        "a pure ordered loop runs per lane")
+    for tag, gate, law in (("", [ne(d).to(i64(2))], "a pure ordered loop nested in another runs per lane"),
+                           ("_varying", [eq(d).to(i64(2)), eq(m1).to(OwnMask(loop, own)), ne(m1).to(i64(0))],
+                            "a pure ordered loop at the top of the group that varies over the tile runs per lane")):
+        add(f"lift_for{tag}", rule(eq(y).to(lift(loop, own)), *gate, eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
+                             eq(lb).to(lift(y0, own)), eq(mb).to(MaskOf(lb)),
+                             eq(MaskOf(lift(lb_, own))).to(i64(0)), eq(MaskOf(lift(ub_, own))).to(i64(0)),
+                             eq(MaskOf(lift(st_, own))).to(i64(0)),
+                             ne(dt).to(String("index"))).then(
+            union(y).with_(Val.res(Multi.op(
+                "for", _vals(lb_, ub_, st_, bcast_to(la, ma, full, tiles)), attrs,
+                Tys.cons(frag_ty(dt, full, tiles), Tys.nil()),
+                Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(frag_ty(dt, full, tiles), Tys.nil())), Stmts.nil(),
+                                         _vals(bcast_to(lb, mb, full, tiles)), rya), Regions.nil())), 0,
+                frag_ty(dt, full, tiles)))),
+            law)
     # Prefix loops (KIR scans: SPEC PASS-3.3 "separate ... scan axes", PASS-4 "order-preserving reassociation of
     # scan"): `for k in [0, j + 1): c (+) m(k)` over a blocked j has per-lane bounds, so lift_for does not apply. Over
     # the tile j in [j0, j0 + T) it equals the uniform prefix `for k in [0, j0): c (+) m(k)` combined with the

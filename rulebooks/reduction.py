@@ -93,11 +93,13 @@ TILE_N = "TILE_N"
 B2 = 4                                            # the axis mask bit of b2
 #: ``ReduceIdentity(combiner, dtype, value)``: the identity of an ordinary combiner on a float type
 ReduceIdentity = relation("ReduceIdentity", String, String, A)
-#: the carried value's axes a blocked reduction takes: b0 or b1 (a row or a column of the ownership tile). Not
-#: a scalar carry (a program at scalar ownership: when blocking applies, its tiled program is always cheaper, and
-#: lifting every scalar loop too doubled this group's time) and not [T0, T1] (members would be [T0, T1, TR]
+#: the carried value's axes a blocked reduction takes: b0 or b1 (a row or a column of the ownership tile), and a
+#: scalar carry only inside a statistic that a tiled program computes once for all its lanes (``B.OwnStat``: a
+#: top-level loop that reads no blocked coordinate, e.g. a BatchNorm channel mean under a tile of (h, w)); not
+#: every scalar carry (at scalar ownership the tiled program is cheaper when blocking applies, and lifting every
+#: scalar loop of an attention kernel took the group past 10 GB), and not [T0, T1] (members would be [T0, T1, TR]
 #: tiles; the contraction group covers the product shape)
-BLOCKED_CARRIES = (1, 2)
+BLOCKED_CARRIES = (0, 1, 2)
 CarryMask = relation("ReduceCarryMask", i64)
 _IDENTITY = {"add": 0.0, "mul": 1.0, "max": float("-inf"), "min": float("inf")}
 _FLOATS = ("f16", "bf16", "f32", "f64")
@@ -378,7 +380,10 @@ def _block_rules() -> list:
     old = loop(st, body)
     facts = [eq(y).to(old), P.HasAttr(attrs, "reduce", A.str_(comb)), eq(st).to(P.const(sattrs, INDEX)),
              P.HasAttr(sattrs, "value", A.int_(1))]
-    out = [named("reduction.demand_member", rule(*facts, eq(mo).to(B.MaskOf(y)), CarryMask(mo),
+    out = [named("reduction.demand_member_stat", rule(*facts, eq(B.MaskOf(y)).to(i64(0)), B.OwnStat(y),
+                                                      name="reduction.demand_member_stat").then(B.lift(x, ctx)),
+                 "lift the member of a statistic's scalar reduction loop over a tile of its members"),
+           named("reduction.demand_member", rule(*facts, eq(mo).to(B.MaskOf(y)), CarryMask(mo),
                                                  name="reduction.demand_member")
                  .then(B.lift(x, ctx)), "lift the member of an ordinary reduction loop over a tile of its members")]
     for mask in BLOCKED_CARRIES:
@@ -393,7 +398,8 @@ def _block_rules() -> list:
         new = loop(Val.op("launch", Vals.nil(), P.amap(expr=A.le(LE.sym(TILE_R))), INDEX),
                    Val.op(comb, P.vals(Val.arg(d, 1, ty), member), ca, ty))
         name = f"reduction.block_{mask}"
-        out.append(named(name, rule(*facts, eq(B.MaskOf(y)).to(i64(mask)), eq(dt).to(B.DtypeOf(y)),
+        stat = [B.OwnStat(y)] if mask == 0 else []
+        out.append(named(name, rule(*facts, eq(B.MaskOf(y)).to(i64(mask)), *stat, eq(dt).to(B.DtypeOf(y)),
                                     ReduceIdentity(comb, dt, ident), eq(lx).to(B.lift(x, ctx)),
                                     eq(B.MaskOf(lx)).to(i64(wide)), name=name).then(union(y).with_(new)),
                          f"for k step 1: c(acc, x(k)) == for k0 step TR: c(acc, reduce_c(x(k0 + range(TR)) where "
@@ -610,7 +616,7 @@ def _hoist_rules() -> list:
 def seed(graph) -> None:
     """The lifting tables (shared with ``blocking``) and the combiners' identities."""
     B._seed_tables(graph)
-    graph.run_text("\n".join(f"({graph.egg_name(CarryMask)} {m})" for m in BLOCKED_CARRIES))
+    graph.run_text("\n".join(f"({graph.egg_name(CarryMask)} {m})" for m in BLOCKED_CARRIES if m))
     for comb, value in _IDENTITY.items():
         for dt in _FLOATS:
             B._fact(graph, ReduceIdentity, f'"{comb}"', f'"{dt}"', B._T("AFloat", float_text(value)))

@@ -49,8 +49,10 @@ from typing import Callable
 
 from intent_eqsat.ir.core import Kernel, Op, ProgramSpace, Region, Segment, Value
 from intent_eqsat.ir.launch import Const, LaunchExpr, simplify
-from intent_eqsat.ir.loop_rewrite import FreshNames, clone_region, range_width
-from intent_eqsat.ir.spec import SPECS
+from intent_eqsat.ir.loop_rewrite import FreshNames, clone_region, group_segment, range_width, \
+    with_group_segment
+from intent_eqsat.ir.loop_rewrite import dependent_names as _dependent, operands_read as _reads, \
+    writes as _writes
 from intent_eqsat.ir.types import ScalarType
 
 INDEX = ScalarType("index")
@@ -78,27 +80,6 @@ def _const_of(v: Value, defs: dict[str, Op]) -> int | None:
     if op.name == "const" and isinstance(op.attrs.get("value"), int) and not isinstance(op.attrs["value"], bool):
         return int(op.attrs["value"])
     return None
-
-
-def _reads(op: Op):
-    """Every operand ``op`` and its nested regions read."""
-    yield from op.operands
-    for r in op.regions:
-        for inner in r.ops:
-            yield from _reads(inner)
-
-
-def _writes(op: Op) -> bool:
-    return SPECS[op.name].effect not in ("none", "read") if op.name in SPECS else True
-
-
-def _dependent(region: Region, coord: Value) -> set[str]:
-    """Names of the top-level values of ``region`` that read ``coord`` (directly, through operands or regions)."""
-    dep = {coord.name}
-    for op in region.ops:
-        if any(v.name in dep for v in _reads(op)):
-            dep.update(v.name for v in op.results)
-    return dep
 
 
 def _lane_of(v: Value, iv: Value, step: int, defs: dict[str, Op]) -> bool:
@@ -166,15 +147,11 @@ def _walk_region(r: Region):
 
 def _carry_group(kernel: Kernel, gi: int, names: FreshNames, defs: dict[str, Op]) -> Kernel | None:
     """The kernel with execution group ``gi``'s prefix loops carried across one of its coordinates, or None."""
-    group = kernel.body.ops[gi]
-    si = group.attrs.get("segment")
-    segs = kernel.space.segments
-    if not isinstance(si, int) or si >= len(segs):
+    found = group_segment(kernel, gi)
+    if found is None:
         return None
-    seg = segs[si]
-    region = group.regions[0]
-    if seg.order != "row_major" or seg.group_size is not None or seg.descending or len(seg.extents) < 2 \
-            or not region.ops or region.ops[-1].name != "yield" or region.ops[-1].operands:
+    group, seg, region = found
+    if seg.order != "row_major" or seg.group_size is not None or seg.descending:
         return None
     body_ops = region.ops[:-1]
     for k, coord in enumerate(region.args):
@@ -263,12 +240,8 @@ def _rewrite(kernel: Kernel, gi: int, k: int, prefixes: list[_Prefix], dep: set[
     col_loop = Op("for", [zero, trips, one] + [p.loop.operands[3] for p in prefixes], results, dict(tagged), [body])
     new_region = Region([a for i, a in enumerate(region.args) if i != k], before + [col_loop, region.ops[-1]])
     new_group = replace(group, regions=[new_region])
-    segments = list(kernel.space.segments)
-    segments[group.attrs["segment"]] = replace(seg, extents=tuple(e for i, e in enumerate(seg.extents) if i != k))
-    ops = list(kernel.body.ops)
-    ops[gi] = new_group
-    return replace(kernel, space=replace(kernel.space, segments=tuple(segments)),
-                   body=Region(list(kernel.body.args), ops))
+    return with_group_segment(kernel, gi, new_group,
+                              replace(seg, extents=tuple(e for i, e in enumerate(seg.extents) if i != k)))
 
 
 def carry_prefix_loops(kernel: Kernel, cost: Callable[[Kernel], float] | None = None) -> Kernel:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Iterator
 
-from intent_eqsat.ir.core import Kernel, Op, Region, Value
+from intent_eqsat.ir.core import Kernel, Op, Region, Segment, Value
 from intent_eqsat.ir.launch import Const
+from intent_eqsat.ir.spec import SPECS
 from intent_eqsat.ir.types import FragmentType
 
 
@@ -85,3 +86,53 @@ def checks_true(body: Region, checks: list[Value]) -> Region:
 
 
 __all__ = ["FreshNames", "checks_true", "clone_region", "range_width", "rewrite_ops"]
+
+
+def operands_read(op: Op) -> Iterator[Value]:
+    """Every operand ``op`` and the ops of its nested regions read."""
+    yield from op.operands
+    for r in op.regions:
+        for inner in r.ops:
+            yield from operands_read(inner)
+
+
+def writes(op: Op) -> bool:
+    """``op`` itself has an effect beyond reading (an op the spec does not know counts as writing)."""
+    return SPECS[op.name].effect not in ("none", "read") if op.name in SPECS else True
+
+
+def dependent_names(region: Region, coord: Value) -> set[str]:
+    """``coord``'s name and the names of ``region``'s top-level values that read it (directly, through operands or
+    nested regions, or through other such values)."""
+    dep = {coord.name}
+    for op in region.ops:
+        if any(v.name in dep for v in operands_read(op)):
+            dep.update(v.name for v in op.results)
+    return dep
+
+
+def with_group_segment(kernel: Kernel, gi: int, group: Op, segment: Segment) -> Kernel:
+    """``kernel`` with top-level op ``gi`` replaced by the execution group ``group`` and that group's segment by
+    ``segment``."""
+    segments = list(kernel.space.segments)
+    segments[group.attrs["segment"]] = segment
+    ops = list(kernel.body.ops)
+    ops[gi] = group
+    return replace(kernel, space=replace(kernel.space, segments=tuple(segments)),
+                   body=Region(list(kernel.body.args), ops))
+
+
+def group_segment(kernel: Kernel, gi: int) -> tuple[Op, Segment, Region] | None:
+    """Top-level op ``gi`` as an execution group with its segment and region, when the segment index is valid, the
+    segment has rank >= 2 and as many coordinates as the region has arguments, and the region ends with an empty
+    yield (the groups the coordinate-moving passes take); None otherwise."""
+    group = kernel.body.ops[gi]
+    si = group.attrs.get("segment")
+    segs = kernel.space.segments
+    if group.name != "execution_group" or not isinstance(si, int) or si >= len(segs):
+        return None
+    seg, region = segs[si], group.regions[0]
+    if len(seg.extents) < 2 or len(region.args) != len(seg.extents) or not region.ops \
+            or region.ops[-1].name != "yield" or region.ops[-1].operands:
+        return None
+    return group, seg, region

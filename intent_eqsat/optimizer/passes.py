@@ -2,9 +2,9 @@
 STYLE "every transformation is a declared group", SPEC PASS-1 / PASS-2).
 
 The optimizer extracts one program from the e-graph and then changes it in Python: it binds the tile parameters
-(``tile_binding``), carries a scan's prefix across column tiles (``carried_prefix``), splits one-program reductions over programs (``split_reduction``), narrows loop ranges
-(``range_skip``,
-``tail_split``), unswitches loops that run once under a launch guard (``unswitch_single_trip``,
+(``tile_binding``), moves the coordinates no summary reads into loops (``summary_owner``), carries a scan's prefix
+across column tiles (``carried_prefix``), splits one-program reductions over programs (``split_reduction``),
+narrows loop ranges (``range_skip``, ``tail_split``), unswitches loops that run once under a launch guard (``unswitch_single_trip``,
 ``unswitch_siblings``) and orders the programs (``program_order``). Each of them is a :class:`PassGroup` here:
 
 - its PASS-1 declaration is parsed from the docstring of the module that implements it, under the same six
@@ -124,9 +124,11 @@ def _location(fn: Callable) -> str:
 
 
 def _build() -> tuple[PassGroup, ...]:
-    from intent_eqsat.ir import carried_prefix, program_order, range_skip, split_reduction, tail_split, unswitch
+    from intent_eqsat.ir import carried_prefix, program_order, range_skip, split_reduction, summary_owner, \
+        tail_split, unswitch
     from intent_eqsat.ir.carried_prefix import carry_prefix_loops
     from intent_eqsat.ir.split_reduction import split_scalar_reductions
+    from intent_eqsat.ir.summary_owner import own_summaries
     from intent_eqsat.ir.program_order import order_by_work
     from intent_eqsat.ir.range_skip import narrow_lane_ranges
     from intent_eqsat.ir.tail_split import split_tile_tails
@@ -143,6 +145,9 @@ def _build() -> tuple[PassGroup, ...]:
     return (
         make("tile_binding", 100, tiles, bind, "each tile parameter becomes the literal of the best-costed binding",
              None, None, after="Declaration of the ``tile_binding`` group"),
+        make("summary_owner", 103, summary_owner, own_summaries,
+             "program coordinates no summary reads become loops, so each summary is computed once per owner",
+             "remat", lambda k, ctx: own_summaries(k, ctx.cost)),
         make("carried_prefix", 104, carried_prefix, carry_prefix_loops,
              "a prefix every column-tile program re-sums is carried across the column tiles of one program",
              "remat", lambda k, ctx: carry_prefix_loops(k, ctx.cost)),
