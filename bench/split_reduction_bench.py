@@ -144,6 +144,8 @@ def bench_args(doc: str, argv: list[str] | None, default_dir: Path | None = None
     rp = sub.add_parser("run", help="check and time them (on the GPU)")
     rp.add_argument("--in", dest="indir", type=Path, **folder)
     rp.add_argument("--base", type=Path, default=None, help="a second prepare folder (e.g. the commit before)")
+    rp.add_argument("--base-full", action="store_true",
+                    help="time the --base programs at each case's own shape (when the old programs finish there)")
     rp.add_argument("--json", type=Path, default=None)
     rp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to run")
     args = ap.parse_args(argv)

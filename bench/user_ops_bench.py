@@ -1,5 +1,6 @@
-"""Operators as PyTorch users write them -- reverse (suffix) scans (issue 27 item 4) and pools of rank 2 and 3
-(item 5) -- checked and timed beside eager PyTorch and torch.compile on one GPU in one run.
+"""Operators as PyTorch users write them -- forward scans over long rows and reverse (suffix) scans (issue 27
+item 4), pools of rank 2 and 3 (item 5), norms whose statistics reduce over several or non-last axes (item 3) --
+checked and timed beside eager PyTorch and torch.compile on one GPU in one run.
 
 PyTorch has no reverse cumsum: users write ``torch.flip(torch.cumsum(torch.flip(x, [d]), d), [d])`` (and the same
 for cumprod / cummax), which is the anchor for the scans; the pools' anchors are ``F.max_pool3d`` /
@@ -12,7 +13,11 @@ egglog):
         per kernel: checks the launch against torch in float64 (relative L2 error; the output poisoned first),
         times it, eager PyTorch and torch.compile with ``triton.testing.do_bench`` (median ms); with ``--base``
         (a prepare folder of the commit before) the scans are also timed at their small shape, where the old
-        one-program-per-element suffix loop still finishes; a table of ratios (anchor ms / our ms) last.
+        one-program-per-element suffix loop still finishes, and the forward scans at their full shape (the
+        program before ``carried_prefix`` re-sums each row's prefix in every column tile but finishes); a table
+        of ratios (anchor ms / our ms) last.
+
+A ``kernel@tag`` key is ``bench/suite/<kernel>.kir`` at another shape.
 """
 from __future__ import annotations
 
@@ -45,9 +50,62 @@ def _pool(F, name: str, *args, **kw):
     return lambda X: getattr(F, name)(X, *args, **kw)
 
 
-#: kernel -> (sizes, small sizes for the before/after comparison or None, input(torch, sizes), output dtype,
-#: the torch call (torch -> fn))
+def _masked_cumsum(t):
+    return lambda X, K: t.cumsum(t.where(K > 0.5, X, t.zeros_like(X)), -1)
+
+
+def _exclusive_cumprod(t):
+    """``cumprod`` shifted one place right with 1 in front (no division, so zeros stay exact)."""
+    def fn(X):
+        ones = t.ones_like(X[..., :1])
+        return t.cumprod(t.cat([ones, X[..., :-1]], -1), -1)
+    return fn
+
+
+def _norm(t, kind: str):
+    F = t.nn.functional
+    if kind == "batch2d":
+        return lambda X, g, b, eps: F.batch_norm(X, None, None, g, b, training=True, eps=eps)
+    if kind == "group":
+        return lambda X, g, b, eps: F.group_norm(X, 32, g, b, eps)
+    if kind == "instance":
+        return lambda X, eps: F.instance_norm(X, eps=eps)
+    if kind == "layer_chw":
+        return lambda X, eps: F.layer_norm(X, X.shape[1:], eps=eps)
+    if kind == "batch1d":
+        return lambda X: F.batch_norm(X, None, None, training=True)
+    return lambda X: X - X.mean(0)
+
+
+def _affine_input(t, shape: tuple, channels: int):
+    return (t.randn(*shape, device="cuda"), 1.0 + 0.1 * t.randn(channels, device="cuda"),
+            0.1 * t.randn(channels, device="cuda"), 1e-5)
+
+
+#: the shape "before / after" is timed at: FULL = the case's own shape (forward scans, whose old program finishes)
+FULL = "full"
+
+#: kernel -> (sizes, sizes for the before/after comparison (FULL: the same) or None, input(torch, sizes) (a tuple
+#: for several inputs), output dtype, the torch call (torch -> fn))
 CASES = {
+    "cumsum_f32": ({"M": 32768, "N": 32768}, FULL, lambda t, s: t.randn(s["M"], s["N"], device="cuda"),
+                   "float32", lambda t: (lambda X: t.cumsum(X, -1))),
+    "cumsum_f32@wide": ({"M": 4096, "N": 65536}, FULL, lambda t, s: t.randn(s["M"], s["N"], device="cuda"),
+                        "float32", lambda t: (lambda X: t.cumsum(X, -1))),
+    "cumsum_f32@long": ({"M": 64, "N": 1 << 20}, FULL, lambda t, s: t.randn(s["M"], s["N"], device="cuda"),
+                        "float32", lambda t: (lambda X: t.cumsum(X, -1))),
+    "cumprod_excl_f32": ({"M": 16384, "N": 65536}, FULL,
+                         lambda t, s: 1.0 + 1e-4 * t.randn(s["M"], s["N"], device="cuda"), "float32",
+                         _exclusive_cumprod),
+    "cummax_rank3_bf16": ({"B": 64, "L": 512, "C": 32768}, FULL,
+                          lambda t, s: t.randn(s["B"], s["L"], s["C"], device="cuda").bfloat16(), "bfloat16",
+                          lambda t: (lambda X: t.cummax(X, -1).values)),
+    "cumsum_masked_f32": ({"M": 8192, "N": 65536}, FULL,
+                          lambda t, s: (t.randn(s["M"], s["N"], device="cuda"),
+                                        t.rand(s["M"], s["N"], device="cuda")), "float32", _masked_cumsum),
+    "cumsum_mid_f32": ({"B": 16, "L": 32768, "C": 2048}, FULL,
+                       lambda t, s: t.randn(s["B"], s["L"], s["C"], device="cuda"), "float32",
+                       lambda t: (lambda X: t.cumsum(X, 1))),
     "cumsum_reversed_f32": ({"M": 4096, "N": 8192}, {"M": 64, "N": 2048},
                             lambda t, s: t.randn(s["M"], s["N"], device="cuda"), "float32",
                             lambda t: _flip_scan(t, "sum", 1)),
@@ -60,6 +118,24 @@ CASES = {
     "cummax_reversed_mid_f32": ({"B": 32, "L": 1024, "C": 1024}, {"B": 2, "L": 512, "C": 256},
                                 lambda t, s: t.randn(s["B"], s["L"], s["C"], device="cuda"), "float32",
                                 lambda t: _flip_scan(t, "max", 1)),
+    "batchnorm2d_f32": ({"N": 32, "C": 64, "H": 56, "W": 56}, {"N": 4, "C": 16, "H": 28, "W": 28},
+                        lambda t, s: _affine_input(t, (s["N"], s["C"], s["H"], s["W"]), s["C"]), "float32",
+                        lambda t: _norm(t, "batch2d")),
+    "groupnorm_f32": ({"N": 16, "CPG": 8, "H": 32, "W": 32}, {"N": 2, "CPG": 2, "H": 16, "W": 16},
+                      lambda t, s: _affine_input(t, (s["N"], 32 * s["CPG"], s["H"], s["W"]), 32 * s["CPG"]),
+                      "float32", lambda t: _norm(t, "group")),
+    "instancenorm1d_f32": ({"N": 32, "C": 256, "L": 4096}, {"N": 4, "C": 32, "L": 1024},
+                           lambda t, s: (t.randn(s["N"], s["C"], s["L"], device="cuda"), 1e-5), "float32",
+                           lambda t: _norm(t, "instance")),
+    "layernorm_chw_f32": ({"N": 64, "C": 32, "H": 28, "W": 28}, {"N": 4, "C": 8, "H": 14, "W": 14},
+                          lambda t, s: (t.randn(s["N"], s["C"], s["H"], s["W"], device="cuda"), 1e-5), "float32",
+                          lambda t: _norm(t, "layer_chw")),
+    "batchnorm1d_bf16": ({"N": 64, "C": 128, "L": 1000}, {"N": 4, "C": 16, "L": 250},
+                         lambda t, s: t.randn(s["N"], s["C"], s["L"], device="cuda").bfloat16(), "bfloat16",
+                         lambda t: _norm(t, "batch1d")),
+    "center_columns_f32": ({"M": 8192, "N": 4096}, {"M": 1024, "N": 512},
+                           lambda t, s: t.randn(s["M"], s["N"], device="cuda"), "float32",
+                           lambda t: _norm(t, "center")),
     "maxpool3d_f32": ({"N": 8, "C": 64, "D": 32, "H": 64, "W": 64}, None,
                       lambda t, s: t.randn(s["N"], s["C"], s["D"], s["H"], s["W"], device="cuda"), "float32",
                       lambda t: _pool(t.nn.functional, "max_pool3d", 2)),
@@ -80,10 +156,18 @@ def prepare(out: Path, only: set[str] | None = None) -> None:
             compile_into(out, name, sizes)
 
 
+def _args(x) -> tuple:
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _double(a):
+    return a.double() if hasattr(a, "double") else a
+
+
 def _check(t, mod, fn, x, dtype):
-    want = fn(x.double())
+    want = fn(*(_double(a) for a in _args(x)))
     out = t.full(want.shape, float("nan"), device="cuda", dtype=getattr(t, dtype))
-    mod.launch(x, out)
+    mod.launch(*_args(x), out)
     return out, _rel(out, want)
 
 
@@ -98,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, (sizes, small, make_input, dtype, make_fn) in CASES.items():
         if only is not None and name not in only:
             continue
-        src = args.indir / "gen" / f"{name}__triton__pick.py"
+        src = args.indir / "gen" / f"{name.replace('@', '__')}__triton__pick.py"
         if not src.is_file():
             print(f"{name}: no {src}", flush=True)
             continue
@@ -108,24 +192,29 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         x = make_input(torch, sizes)
         out, err = _check(torch, mod, fn, x, dtype)
-        row = {"kernel": name, "sizes": sizes, "rel_err": err, "eager_rel_err": _rel(fn(x), fn(x.double()))}
-        row["ours_ms"] = do_bench(lambda: mod.launch(x, out), warmup=25, rep=100)
+        xa = _args(x)
+        row = {"kernel": name, "sizes": sizes, "rel_err": err,
+               "eager_rel_err": _rel(fn(*xa), fn(*(_double(a) for a in xa)))}
+        row["ours_ms"] = do_bench(lambda: mod.launch(*xa, out), warmup=25, rep=100)
         row["rel_err_after"] = _check(torch, mod, fn, x, dtype)[1]      # a moving error is a race
-        row["eager_ms"] = do_bench(lambda: fn(x), warmup=25, rep=100)
-        compiled(x)
-        row["compile_ms"] = do_bench(lambda: compiled(x), warmup=25, rep=100)
+        row["eager_ms"] = do_bench(lambda: fn(*xa), warmup=25, rep=100)
+        compiled(*xa)
+        row["compile_ms"] = do_bench(lambda: compiled(*xa), warmup=25, rep=100)
         base_src = args.base / "gen" / src.name if args.base is not None else None
         if small is not None and base_src is not None and base_src.is_file():
             base = _load(base_src, "base_" + base_src.stem)
-            xs = make_input(torch, small)
+            full = small == FULL or getattr(args, "base_full", False)
+            xs = x if full else make_input(torch, small)
             out_s, row["small_rel_err"] = _check(torch, mod, fn, xs, dtype)
             out_b, row["base_small_rel_err"] = _check(torch, base, fn, xs, dtype)
-            row["small_sizes"] = small
-            row["small_ms"] = do_bench(lambda: mod.launch(xs, out_s), warmup=5, rep=20)
-            row["base_small_ms"] = do_bench(lambda: base.launch(xs, out_b), warmup=1, rep=5)
+            row["small_sizes"] = sizes if full else small
+            xsa = _args(xs)
+            row["small_ms"] = do_bench(lambda: mod.launch(*xsa, out_s), warmup=5, rep=20)
+            row["base_small_ms"] = do_bench(lambda: base.launch(*xsa, out_b), warmup=1, rep=5)
+            out_s = out_b = None
         rows.append(row)
         print(json.dumps(row), flush=True)
-        x = out = None                    # free the inputs before the next case
+        x = xa = xs = xsa = out = None              # free the inputs before the next case
         torch.cuda.empty_cache()
     if args.json:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))

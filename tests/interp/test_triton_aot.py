@@ -100,7 +100,7 @@ def test_atomics_sem_and_scope_in_ptx(gen_dir) -> None:
     assert re.search(r"atom\.global\.gpu\.acq_rel\.add", ptx)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("dtype", ["bf16"])        # f16 compiled before the fix too
 def test_half_precision_max_min_reductions_and_scans_compile(gen_dir, dtype) -> None:
     """Triton builds the NaN-propagating maximum of two 16-bit floats in f32: a 16-bit ``tl.reduce`` /
     ``tl.associative_scan`` combine region then fails to verify and an element-wise ``max`` carried in a loop

@@ -13,6 +13,7 @@ GPU IR interpreter at odd sizes spanning several tiles, matches the KIR referenc
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -43,7 +44,9 @@ NORMS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def _compile(name: str):
+    """(module, optimize result) of a suite norm at its sizes, once per worker (two tests read BatchNorm2d's)."""
     sizes = NORMS[name][0]
     path = SUITE / f"{name}.kir"
     module = kir.parse(path.read_text(), filename=str(path))
