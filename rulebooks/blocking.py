@@ -24,6 +24,11 @@ with its columns) -- become ``ceil_div(E, T)``; their region arguments
 become tile coordinates ``p*T + range(T)`` (fragment axes ``b0``, ``b1``); every value is re-typed over exactly
 the tile axes it depends on (fragments carry their axis provenance), operands are broadcast to the union of their
 operands' axes, and loads/gathers/stores/scatters get the tail validity ``coord < E`` of their axes (loads a fill).
+A pure loop nested in another loop runs per lane of the whole tile; one at the top of the group runs per lane only
+when it reads a blocked coordinate (``OwnMask``, a demand-driven analysis of the coordinates its term reads, a
+region with statements counted as reading all): one that reads none (a BatchNorm channel statistic under a tile
+of (h, w)) is its own lifting, one scalar loop broadcast where it is used, and is marked ``OwnStat`` with its parts
+so the reduction group blocks its scalar reduction loops.
 A prefix loop over the tile ``j in [j0, j0 + T)`` becomes ``c(for k in [0, j0): c(acc, m(k)), scan_c(m(j0 +
 range(T))))``: the uniform prefix (marked ``reduce = c``, so the reduction group blocks it) combined with the
 inclusive (exclusive) scan of the tile's own members along ``j``'s axis (SPEC PASS-4 "order-preserving

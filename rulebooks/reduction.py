@@ -21,8 +21,9 @@ ordinary reduction (the ``reduce`` mark: associative, commutative combiner, memb
 value, so members may be regrouped, SPEC PASS-4); it steps by one (every member is combined once); its member has
 a lifting (element-wise ops, broadcasts, loads/gathers, constants, values that read nothing of the loop; a member
 that reads a loop of its own iteration has none, so that loop is left as it is) and depends on the induction
-variable; the carried value ranges over one ownership axis (``b0`` or ``b1``: ``BLOCKED_CARRIES``); the element
-type is a float with an identity for the combiner (add 0, mul 1, max -inf, min +inf).
+variable; the carried value ranges over one ownership axis (``b0`` or ``b1``: ``BLOCKED_CARRIES``), or is a
+scalar inside a statistic a tiled program computes once (``blocking.OwnStat``, ``reduction.demand_member_stat``);
+the element type is a float with an identity for the combiner (add 0, mul 1, max -inf, min +inf).
 
 ``reduction.block_arg{max,min}_<dtype>``: a two-carry ``(best, idx)`` loop in exactly the arg-reduction form the
 constructor builds (``idx == -1`` marks no member yet; ``take = first or v > best or (v NaN and best not NaN)``,

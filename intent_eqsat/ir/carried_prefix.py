@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from intent_eqsat.ir.core import Kernel, Op, ProgramSpace, Region, Segment, Value
+from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.launch import Const, LaunchExpr, simplify
 from intent_eqsat.ir.loop_rewrite import FreshNames, clone_region, group_segment, range_width, \
     with_group_segment
@@ -133,16 +133,9 @@ def _prefix(op: Op, coord: Value, dep: set[str], defs: dict[str, Op], region: Re
                 return False
         return True
 
-    if not clean(op.regions[0]) or any(_writes(x) for x in _walk_region(op.regions[0])):
+    if not clean(op.regions[0]) or any(_writes(x) for x in walk(op.regions[0])):
         return None
     return _Prefix(op, ub, t, views)
-
-
-def _walk_region(r: Region):
-    for op in r.ops:
-        yield op
-        for x in op.regions:
-            yield from _walk_region(x)
 
 
 def _carry_group(kernel: Kernel, gi: int, names: FreshNames, defs: dict[str, Op]) -> Kernel | None:
@@ -161,7 +154,7 @@ def _carry_group(kernel: Kernel, gi: int, names: FreshNames, defs: dict[str, Op]
             continue
         effects = [op for op in body_ops if _writes(op)]
         if any(op.regions or not any(v.name in dep for v in op.operands) for op in effects) or \
-                any(_writes(x) for op in body_ops if op.regions for x in _walk_region(op.regions[0])):
+                any(_writes(x) for op in body_ops if op.regions for x in walk(op.regions[0])):
             continue
         return _rewrite(kernel, gi, k, prefixes, dep, names, defs)
     return None

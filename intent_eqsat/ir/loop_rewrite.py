@@ -85,8 +85,6 @@ def checks_true(body: Region, checks: list[Value]) -> Region:
                               if o.results and o.results[0].name in names else o for o in body.ops])
 
 
-__all__ = ["FreshNames", "checks_true", "clone_region", "range_width", "rewrite_ops"]
-
 
 def operands_read(op: Op) -> Iterator[Value]:
     """Every operand ``op`` and the ops of its nested regions read."""
@@ -136,3 +134,7 @@ def group_segment(kernel: Kernel, gi: int) -> tuple[Op, Segment, Region] | None:
             or region.ops[-1].name != "yield" or region.ops[-1].operands:
         return None
     return group, seg, region
+
+
+__all__ = ["FreshNames", "checks_true", "clone_region", "dependent_names", "group_segment", "operands_read",
+           "range_width", "rewrite_ops", "with_group_segment", "writes"]

@@ -31,9 +31,9 @@ Declaration (SPEC PASS-1):
   and the extraction decided (its decision is reported).
 - Rewrites: the segment loses the extents of ``Q`` and becomes row-major; the group loses those coordinates; its
   ops are placed in a nest ``for q1 in [0, E1) { .. for qm in [0, Em) { .. } }`` (``Q`` in coordinate order): an
-  op reading none of ``Q`` before the nest (the summaries among them, computed once per program), one whose deepest read coordinate
-  is ``qi`` inside loop ``i`` before loop ``i + 1``, in their original order; reads of ``qi`` become the loop's
-  induction variable.
+  op reading none of ``Q`` before the nest (the summaries among them, computed once per program), one whose
+  deepest read coordinate is ``qi`` inside loop ``i`` before loop ``i + 1``, in their original order; reads of
+  ``qi`` become the loop's induction variable.
 - Preserves: every value (each op computes what it computed in the program of the same coordinates); the set of
   effects, each element written once by the same expression; the public ABI and compile options.
 - Invalidates: the segment's extents and the launch grid, the group's coordinates, loop counts and live ranges

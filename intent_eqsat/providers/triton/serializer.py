@@ -1535,22 +1535,14 @@ class _Printer:
         for v, r in zip(op.operands, op.results):
             dt = v.type.dtype
             x = self.var(v)
-            if self._wide(dt, comb) != dt or dtypes.is_float(dt) and comb in ("add", "mul"):
-                w = self._wide(dt, comb)
-                fn = self.need("_cmb_" + self._builtin(comb, w))
-                if dt != w:
-                    x = f"{x}.to({self.TL[w]})"
-                for ax in axes:
-                    x = f"tl.reduce({x}, {ax}, {fn})"
-                if dt != w:
-                    x = f"({x}).to({self.TL[dt]})"
-            elif comb == "add":
-                for ax in axes:
-                    x = f"tl.reduce({x}, {ax}, {self.need('_cmb_add')})"
-            else:
-                fn = self.need("_cmb_" + self._builtin(comb, dt))
-                for ax in axes:
-                    x = f"tl.reduce({x}, {ax}, {fn})"
+            w = self._wide(dt, comb)
+            fn = self.need("_cmb_" + self._builtin(comb, w))
+            if dt != w:
+                x = f"{x}.to({self.TL[w]})"
+            for ax in axes:
+                x = f"tl.reduce({x}, {ax}, {fn})"
+            if dt != w:
+                x = f"({x}).to({self.TL[dt]})"
             self.emit(f"{self.var(r)} = {x}", op)
 
     def assign_results(self, op: Op, expr: str) -> None:
