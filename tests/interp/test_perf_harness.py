@@ -113,7 +113,7 @@ def test_prepare_records_a_provider_rejection(tmp_path, monkeypatch):
     assert man["benches"][0]["providers"]["triton"] == "compiled"
 
 
-ONLY = ["row_sum_f32", "cumsum_f32"]              # the two suite kernels the optimizer compiles in seconds
+ONLY = ["row_sum_f32"]              # a suite kernel the optimizer compiles in seconds (one: each runs every variant)
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +126,7 @@ def test_prepare_and_interpret_run_end_to_end(prepared, tmp_path, capsys):
     only = ONLY
     out, man = prepared
     assert [b["name"] for b in man["benches"]] == only
-    want_bytes = {"row_sum_f32": 32768 * 8192 * 4 + 32768 * 4,                  # X read, S written
-                  "cumsum_f32": 2 * 32768 * 8192 * 4}
+    want_bytes = {"row_sum_f32": 32768 * 8192 * 4 + 32768 * 4}                  # X read, S written
     for b in man["benches"]:
         case = next(c for c in b["cases"] if c["label"] == "32768x8192")
         assert case["bytes"] == want_bytes[b["name"]] and case["flops"] is None
