@@ -186,9 +186,12 @@ def cmd_print_program(args: argparse.Namespace) -> int:
     from intent_eqsat import ir, pipeline
 
     try:
+        # ``construct`` prints the constructed program: the optimizer does not run (minutes for attention, and
+        # its failure is not the constructor's)
         res = pipeline.run(Path(args.file), target=args.target, provider=None, options=_options(args.options),
                            rulebooks=_list(getattr(args, "rulebooks", None)), sizes=_sizes(args.sizes),
-                           calibration=_calibration(args), budget=_budget(args))
+                           calibration=_calibration(args), budget=_budget(args),
+                           optimize_program=args.command != "construct")
     except Exception as err:
         if _is_usage(err):
             raise

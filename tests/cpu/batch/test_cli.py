@@ -57,6 +57,20 @@ def test_construct_and_optimize_print_programs(capsys):
     assert optimized != constructed
 
 
+def test_construct_does_not_run_the_optimizer(monkeypatch, capsys):
+    """``construct`` prints what construction built: an optimizer failure (or its minutes) is not its business."""
+    from intent_eqsat import pipeline
+
+    def broken(*args, **kwargs):
+        raise AssertionError("the optimizer ran")
+    monkeypatch.setattr(pipeline, "optimize", broken)
+    assert cli.main(["construct", str(CORPUS / "softmax.kir")]) == 0
+    program = ir.parse_module(capsys.readouterr().out)
+    ir.verify(program)
+    assert cli.main(["optimize", str(CORPUS / "softmax.kir")]) == 1
+    assert "the optimizer ran" in capsys.readouterr().err
+
+
 def test_sizes_reach_the_cost_model_and_bad_sizes_are_usage_errors(tmp_path, capsys):
     """--sizes: softmax over many long rows gets one program per row (the row summaries materialized across the
     column tiles); without it, the model's default sizes keep the column programs."""
