@@ -1,7 +1,8 @@
 """Blocking of ownership (SPEC PASS-3.3): scalar ownership of a segment becomes fragment (tile) ownership.
 
 Reads: the kernel's program space (one row-major segment), its execution group's region, the element types of
-values, the attributes of a prefix loop's bounds and step (``IndexLeafAttr``). Tile sizes are the symbolic
+values, the attributes of a prefix loop's bounds and step (``IndexLeafAttr``), the dependency analysis
+``patterns.Dep`` (which region arguments a loop reads). Tile sizes are the symbolic
 parameters ``TILE_B0``/``TILE_B1``: the optimizer binds them after extraction from the target's candidate domain
 (candidates at least as wide as the target's warp), by the cost model (``intent_eqsat.optimizer.tiles``).
 
@@ -24,8 +25,10 @@ with its columns) -- become ``ceil_div(E, T)``; their region arguments
 become tile coordinates ``p*T + range(T)`` (fragment axes ``b0``, ``b1``); every value is re-typed over exactly
 the tile axes it depends on (fragments carry their axis provenance), operands are broadcast to the union of their
 operands' axes, and loads/gathers/stores/scatters get the tail validity ``coord < E`` of their axes (loads a fill).
-A pure loop nested in another loop runs per lane of the whole tile; one at the top of the group runs per lane only
-when it reads a blocked coordinate (``OwnMask``, a demand-driven analysis of the coordinates its term reads, a
+A pure loop nested in another loop runs per lane of the whole tile when it reads an enclosing loop's argument
+(``Dep``) or a blocked coordinate, else it is its own lifting (a statistic rematerialized inside a consumer: one
+lifting per value, so ``remat``'s unions never merge a scalar with its per-lane copy); one at the top of the group
+runs per lane only when it reads a blocked coordinate (``OwnMask``, a demand-driven analysis of the coordinates its term reads, a
 region with statements counted as reading all): one that reads none (a BatchNorm channel statistic under a tile
 of (h, w)) is its own lifting, one scalar loop broadcast where it is used, and is marked ``OwnStat`` with its parts
 so the reduction group blocks its scalar reduction loops.
@@ -55,6 +58,7 @@ import itertools
 from egglog import Bool, String, StringLike, eq, function, i64, i64Like, ne, relation, rewrite, rule, ruleset, \
     set_, union, var, vars_
 
+from intent_eqsat.rules import patterns as P
 from intent_eqsat.rules.terms import T as _Term, cons_list, list_items, t as _T
 from intent_eqsat.rules.sorts import A, AMap, As, LE, LEs, Multi, Region, Regions, Seg, Segs, KernelT, Stmt, \
     Stmts, Strs, Ty, Tys, Val, Vals
@@ -536,8 +540,8 @@ def _lift_rules():
     mr = var("mr", Regions)
     xs2, ys2 = vars_("xs2 ys2", Vals)
     cs = var("cs", Vals)
-    add("own_want_loop", rule(eq(y).to(lift(loop, own)), eq(d).to(i64(2))).then(OwnWant(loop, own)),
-        "ask which tile axes a top-level loop ranges over")
+    add("own_want_loop", rule(eq(y).to(lift(loop, own)), eq(d.bool_ge(i64(2))).to(Bool(True))).then(
+        OwnWant(loop, own)), "ask which tile axes a loop ranges over")
     add("own_want_op", rule(OwnWant(v, c), eq(v).to(Val.op(nm, xs, attrs, t))).then(OwnWantVals(xs, c)),
         "an op: its operands")
     add("own_want_res", rule(OwnWant(v, c), eq(v).to(Val.res(Multi.op(nm, xs, attrs, var("rts", Tys), mr), i, t))
@@ -579,6 +583,18 @@ def _lift_rules():
     add("lift_for_uniform", rule(eq(y).to(lift(loop, own)), eq(d).to(i64(2)), eq(OwnMask(loop, own)).to(i64(0)),
                                  ne(dt).to(String("index"))).then(union(y).with_(loop), OwnStat(loop)),
         "a top-level loop that reads no blocked coordinate is the same in every lane: it is its own lifting")
+    # A nested loop likewise when it reads no argument of the regions between the group and itself (no enclosing
+    # loop's induction variable or lane-fragment accumulator: ``Dep``) and no blocked coordinate. Its lifting must
+    # be one of the two, never both: equal values get one lifting, and a per-lane lifting of a copy nested in a
+    # consumer would be merged with the uniform lifting of the same loop at the top once ``remat`` shows the two
+    # equal (an e-class of a scalar and its [T0, T1] broadcast: ill-typed extractions).
+    mk = var("mk", i64)
+    enclosing = ((i64(1) << d) - 4) | (((i64(1) << d) - 4) << P.IV_BITS)      # region depths 2 .. d - 1
+    add("lift_for_uniform_nested", rule(eq(y).to(lift(loop, own)), eq(d.bool_gt(i64(2))).to(Bool(True)),
+                                        eq(OwnMask(loop, own)).to(i64(0)), eq(mk).to(P.Dep(loop)),
+                                        eq(mk & enclosing).to(i64(0)), ne(dt).to(String("index"))).then(
+        union(y).with_(loop)),
+        "a nested loop that reads nothing of its enclosing loops nor a blocked coordinate is its own lifting")
     add("own_stat_op", rule(OwnStat(v), eq(v).to(Val.op(nm, xs, attrs, t))).then(OwnStatVals(xs)),
         "a statistic's ops: their operands")
     add("own_stat_res", rule(OwnStat(v), eq(v).to(Val.res(Multi.op(nm, xs, attrs, var("rts", Tys), mr), i, t))).then(
@@ -588,7 +604,12 @@ def _lift_rules():
                                 ).then(OwnStatVals(ys2), OwnStatRegions(regs)), "each region's yields")
     # Legality: the trip range must be the same for every lane (a scan's `for k in [0, j+1)` over a blocked j is
     # not: its bounds vary per lane, so it has no lifting and the kernel stays at scalar ownership).
-    for tag, gate, law in (("", [ne(d).to(i64(2))], "a pure ordered loop nested in another runs per lane"),
+    for tag, gate, law in (("", [eq(d.bool_gt(i64(2))).to(Bool(True)), eq(mk).to(P.Dep(loop)),
+                                 ne(mk & enclosing).to(i64(0))],
+                            "a pure ordered loop nested in another, reading an enclosing loop, runs per lane"),
+                           ("_nested_varying", [eq(d.bool_gt(i64(2))).to(Bool(True)), eq(m1).to(OwnMask(loop, own)),
+                                                ne(m1).to(i64(0))],
+                            "a pure ordered loop nested in another that varies over the tile runs per lane"),
                            ("_varying", [eq(d).to(i64(2)), eq(m1).to(OwnMask(loop, own)), ne(m1).to(i64(0))],
                             "a pure ordered loop at the top of the group that varies over the tile runs per lane")):
         add(f"lift_for{tag}", rule(eq(y).to(lift(loop, own)), *gate, eq(la).to(lift(x, own)), eq(ma).to(MaskOf(la)),
@@ -937,7 +958,7 @@ _ALL = _ownership_rules() + _lift_rules()
 #: of the group (``ANALYSES``) and one iteration lifts a whole body instead of one level of it
 ANALYSIS_RULES = [r for r in _ALL if not r[0].startswith(_MAIN)]
 SUPPORT = ruleset(name="blocking_support")
-ANALYSES = (SUPPORT,)
+ANALYSES = (P.DEPS, SUPPORT)
 for _name, _rule, _law in ANALYSIS_RULES:
     SUPPORT.append(_rule)
 

@@ -46,10 +46,20 @@ weight subtracts gets its member (the score) lifted over the key tile too (a sof
 no argument of the loop (``Dep``): the maximum is exact under any grouping, the sums are ordinary reductions whose
 members are regrouped, each member computed as before (no rescaling, no rounding of the weights).
 
+``reduction.flatten_{stat,carry}`` (issue 27 item 3): a perfect nest ``for a in [0, A) {for b in [0, B) (acc)
+{c(acc, x(a, b))}}`` -- the outer body is the inner ``reduce = c`` loop started from the outer carried value, both
+step 1 from 0, the inner bounds free of the outer loop (``Dep``) -- whose member re-expresses
+(``_loop_flatten.flat``: no carried value, no region op written inside the nest), where ``block_*`` would block it
+(a statistic computed once, ``OwnStat``, or a carry over one ownership axis); indexed by ``FlatSum`` (one small
+table joined before the loops).
+
 Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c, x)})``;
 ``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))`` (and ``select(broadcast(c), broadcast(a), splat(s))`` ->
 ``broadcast(select(c, a, splat(s)))``, the masked score); ``for k in [lb, ub) step 1 {reduce = c}: c(acc, x(k))`` ->
 ``for k0 in [lb, ub) step TR {reduce = c}: c(acc, reduce(select(k0 + range(TR) < ub, x(k0 + range(TR)), identity), axis b2, c))``;
+the nest -> ``for g in [0, A * B) (acc) {c(acc, x(g / B, g % B))}`` (the same members in the same order: a
+statistic over ``(c, h, w)`` becomes one loop of ``C*H*W`` members, blocked by ``block_*`` into ``TILE_R``-member
+tiles instead of one tile per row of ``W`` members, most lanes masked at ``W = 28``);
 an arg-reduction loop -> ``for k0 step TR``: the same fold of ``argreduce(x(k0 + range(TR)) where valid else
 -inf/+inf)`` at index ``k0 - lb + lane``. ``TR`` is the symbolic parameter ``TILE_R``, bound after extraction
 from the ownership candidates (``intent_eqsat.optimizer.tiles``). The key-tile forms: ``for j0 step TN`` carrying
@@ -75,6 +85,7 @@ from intent_eqsat.rules import patterns as P
 from intent_eqsat.rules.encode import float_text
 from intent_eqsat.rules.registry import rule as named
 from intent_eqsat.rules.sorts import A, AMap, LE, LEs, Multi, Region, Regions, Stmts, Strs, Ty, Val, Vals
+from rulebooks import _loop_flatten
 from rulebooks import blocking as B
 from rulebooks.blocking import Elementwise
 
@@ -506,6 +517,64 @@ def _arg_block_rules() -> list:
     return out
 
 
+#: ``FlatSum(w, d, ty, comb, m, ub, attrs, ca, ya)``: ``w`` is a step-1 ``reduce = comb`` loop from 0 at depth
+#: ``d`` whose body is ``comb(carried, m)`` (indexed, so the nest rule joins one small table before the loops)
+FlatSum = relation("ReduceFlatSum", Val, i64, Ty, String, Val, Val, AMap, AMap, AMap)
+
+
+def _zero_index(v: Val, a: AMap) -> list:
+    return [eq(v).to(Val.op("launch", Vals.nil(), a, INDEX)), P.HasAttr(a, "expr", A.le(LE.int_(0)))]
+
+
+def _flatten_rules() -> tuple[list, list]:
+    """Flattening of a reduction nest (SPEC PASS-4 "flatten/permute paired axes", "reassociate ordinary reduce"):
+    ``for a in [0, A) {for b in [0, B) (acc) {c(acc, x(a, b))}}`` (the outer body is the inner loop started from
+    the outer carried value: a sum over several axes, e.g. a norm's statistic over ``(c, h, w)``) == ``for g in
+    [0, A * B) (acc) {c(acc, x(g / B, g % B))}``: the same members in the same order (row-major), so even the
+    running fold is unchanged; the one long loop is then blocked like any reduction (``block_*``: a tile of
+    ``TILE_R`` members per iteration instead of one tile per row of ``B`` members, which at ``B`` = 28 left most
+    lanes masked and the loop latency-bound). Returns (support, rewrites).
+
+    Legality: both loops step by 1 from 0; the inner bounds do not read the outer loop (``Dep``: a rectangular
+    nest); the inner loop is marked ``reduce = c`` (its body ``c(carried, member)``, checked by the verifier) and
+    starts from the outer carried value, which the outer loop yields; the member re-expresses
+    (``_loop_flatten.flat``: it reads neither carried value, no nested region). Only where the group blocks the
+    result (``BLOCKED_CARRIES``: a statistic computed once, ``B.OwnStat``, or a carry over one ownership axis):
+    elsewhere the flattened loop would only grow the e-graph (a convolution's window sums stay nests for
+    ``contraction``)."""
+    lb, ub, st, x0, y, m, lb2, ub2, st2, inner_v = vars_("lb ub st x0 y m lb2 ub2 st2 inner_v", Val)
+    attrs, ya, a2, y2, ca, sa, sa2, la, la2 = vars_("attrs ya a2 y2 ca sa sa2 la la2", AMap)
+    comb = var("comb", String)
+    d, d1, mk, mo = vars_("d d1 mk mo", i64)
+    ty = var("ty", Ty)
+    w = var("w", Val)
+    support = [named("reduction.flat_sum", rule(
+        eq(w).to(P.for1(lb, ub, st, x0, attrs, ty, d, Val.op(comb, P.vals(Val.arg(d, 1, ty), m), ca, ty), ya)),
+        P.HasAttr(attrs, "reduce", A.str_(comb)), eq(st).to(P.const(sa, INDEX)), P.HasAttr(sa, "value", A.int_(1)),
+        *_zero_index(lb, la), name="reduction.flat_sum").then(FlatSum(w, d, ty, comb, m, ub, attrs, ca, ya)),
+        "a step-1 reduction loop from 0, indexed")]
+    inner = P.for1(lb2, ub2, st2, Val.arg(d, 1, ty), a2, ty, d1, var("body2", Val), y2)
+    outer = P.for1(lb, ub, st, x0, attrs, ty, d, inner_v, ya)
+    g = Val.arg(d, 0, INDEX)
+    hi = Val.op("div", P.vals(g, ub2), AMap.nil(), INDEX)
+    lo = Val.op("rem", P.vals(g, ub2), AMap.nil(), INDEX)
+    body = Val.op(comb, P.vals(Val.arg(d, 1, ty), _loop_flatten.flat(m, d, hi, lo)), ca, ty)
+    trips = Val.op("mul", P.vals(ub, ub2), AMap.nil(), INDEX)
+    new = P.for1(lb, trips, st, x0, a2, ty, d, body, y2)
+    shape = [FlatSum(inner_v, d1, ty, comb, m, ub2, a2, ca, y2), eq(d1).to(d + 1), eq(inner_v).to(inner),
+             eq(w).to(outer), eq(st).to(P.const(sa, INDEX)), P.HasAttr(sa, "value", A.int_(1)), *_zero_index(lb, la),
+             eq(mk).to(P.Dep(ub2)), eq(mk & ((i64(1) << d) | (i64(1) << (d + P.IV_BITS)))).to(i64(0))]
+    rewrites = []
+    for tag, gate in (("stat", [eq(B.MaskOf(w)).to(i64(0)), B.OwnStat(w)]),
+                      ("carry", [eq(mo).to(B.MaskOf(w)), CarryMask(mo)])):
+        name = f"reduction.flatten_{tag}"
+        rewrites.append(named(name, rule(*shape, *gate, name=name).then(union(w).with_(new)),
+                              "for a in [0, A) (x0) {for b in [0, B) (acc) {c(acc, x(a, b))}} == for g in [0, A * B) "
+                              "(x0) {c(acc, x(g / B, g % B))} (the same members in the same order; "
+                              + ("a statistic computed once)" if tag == "stat" else "a carry over one ownership axis)")))
+    return support, rewrites
+
+
 def _int_extreme(dt: str, kind: str) -> int:
     import numpy as np
     info = np.iinfo({"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
@@ -623,6 +692,12 @@ def seed(graph) -> None:
             B._fact(graph, ReduceIdentity, f'"{comb}"', f'"{dt}"', B._T("AFloat", float_text(value)))
 
 
+_FLAT_SUPPORT, _FLATTEN = _flatten_rules()
+#: the flattening's re-expression (``rulebooks/_loop_flatten.py``) and its nest index
+FLAT = ruleset(name="reduction_flat")
+FLAT_RULES = [named(n, r, law) for n, r, law in _loop_flatten.rules()] + _FLAT_SUPPORT
+for _r in FLAT_RULES:
+    FLAT.append(_r.egg)
 ANALYSIS_RULES = _support_rules()
 for _r in ANALYSIS_RULES:
     SUPPORT.append(_r.egg)
@@ -632,12 +707,12 @@ NESTED = ruleset(name="reduction_nested")
 NESTED_RULES = _nested_loop_rules()
 for _r in NESTED_RULES:
     NESTED.append(_r.egg)
-ANALYSES = ANALYSES + (NESTED,)
+ANALYSES = ANALYSES + (NESTED, FLAT)
 
 
 def rules() -> list:
     return (_narrow_rules() + _hoist_rules() + _block_rules() + _arg_block_rules() + _key_demand_rules()
-            + _key_block_rules())
+            + _key_block_rules() + _FLATTEN)
 
 
 for _r in rules():

@@ -141,3 +141,21 @@ kernel center(X: f32[M, N], Y: out f32[M, N]) {
     assert in_place.count("load(%Y,") == 1
     kernel = ir.parse_module(in_place).kernels[0]
     assert summary_owner.own_summaries(kernel) is kernel
+
+
+@pytest.mark.parametrize("name", ["batchnorm2d_f32", "groupnorm_f32", "layernorm_chw_f32"])
+def test_a_statistic_over_several_axes_reads_its_flattened_members_in_wide_tiles(name):
+    """``reduction.flatten_*``: a statistic over (n, h, w) / (k, h, w) / (c, h, w) -- a nest of loops whose
+    innermost axis is 28-56 wide, so each step read one row of it in a 32- or 64-lane tile, most lanes masked -- is
+    a loop over the flattened members (coordinates ``g / B`` and ``g % B``), read in full tiles of 64 lanes (the
+    widest the test's candidates allow; the cost model may keep an outer axis as a loop around it)."""
+    module, result = _compile(name)
+    sizes = NORMS[name][0]
+    k = result.program.kernels[0]
+    stats = _statistic_runs(k, sizes)
+    assert stats
+    for loop, _ in stats:
+        assert any(op.name in ("div", "rem") for r in loop.regions for op in walk(r)), ir.print_module(result.program)
+        lanes = [math.prod(int(evaluate(d, sizes)) for d in op.results[0].type.shape)
+                 for r in loop.regions for op in walk(r) if op.name == "load"]
+        assert lanes and min(lanes) >= 64, (lanes, ir.print_module(result.program))
