@@ -143,10 +143,12 @@ kernel center(X: f32[M, N], Y: out f32[M, N]) {
     assert summary_owner.own_summaries(kernel) is kernel
 
 
-@pytest.mark.parametrize("name", ["batchnorm2d_f32", "groupnorm_f32", "layernorm_chw_f32"])
+#: GroupNorm's rows (W = 32) fill a 32-lane tile exactly: with this module's 32/64 candidates the nest is as good as
+#: the flattened loop and the model keeps it (at the bench compile, with 256-member tiles, it flattens)
+@pytest.mark.parametrize("name", ["batchnorm2d_f32", "layernorm_chw_f32"])
 def test_a_statistic_over_several_axes_reads_its_flattened_members_in_wide_tiles(name):
-    """``reduction.flatten_*``: a statistic over (n, h, w) / (k, h, w) / (c, h, w) -- a nest of loops whose
-    innermost axis is 28-56 wide, so each step read one row of it in a 32- or 64-lane tile, most lanes masked -- is
+    """``reduction.flatten_*``: a statistic over (n, h, w) / (c, h, w) -- a nest of loops whose innermost axis is
+    56 / 28 wide, so each step read one row of it in a 64- or 32-lane tile, some lanes masked -- is
     a loop over the flattened members (coordinates ``g / B`` and ``g % B``), read in full tiles of 64 lanes (the
     widest the test's candidates allow; the cost model may keep an outer axis as a loop around it)."""
     module, result = _compile(name)
