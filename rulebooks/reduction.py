@@ -46,11 +46,11 @@ weight subtracts gets its member (the score) lifted over the key tile too (a sof
 no argument of the loop (``Dep``): the maximum is exact under any grouping, the sums are ordinary reductions whose
 members are regrouped, each member computed as before (no rescaling, no rounding of the weights).
 
-``reduction.flatten_{stat,carry}`` (issue 27 item 3): a perfect nest ``for a in [0, A) {for b in [0, B) (acc)
+``reduction.flatten_stat`` (issue 27 item 3): a perfect nest ``for a in [0, A) {for b in [0, B) (acc)
 {c(acc, x(a, b))}}`` -- the outer body is the inner ``reduce = c`` loop started from the outer carried value, both
 step 1 from 0, the inner bounds free of the outer loop (``Dep``) -- whose member re-expresses
-(``_loop_flatten.flat``: no carried value, no region op written inside the nest), where ``block_*`` would block it
-(a statistic computed once, ``OwnStat``, or a carry over one ownership axis); indexed by ``FlatSum`` (one small
+(``_loop_flatten.flat``: no carried value, no region op written inside the nest), where ``block_*`` blocks a scalar
+carry (a statistic computed once, ``OwnStat``); indexed by ``FlatSum`` (one small
 table joined before the loops).
 
 Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c, x)})``;
@@ -539,13 +539,13 @@ def _flatten_rules() -> tuple[list, list]:
     nest); the inner loop is marked ``reduce = c`` (its body ``c(carried, member)``, checked by the verifier) and
     starts from the outer carried value, which the outer loop yields; the member re-expresses
     (``_loop_flatten.flat``: it reads neither carried value, no nested region). Only where the group blocks the
-    result (``BLOCKED_CARRIES``: a statistic computed once, ``B.OwnStat``, or a carry over one ownership axis):
+    result with a scalar carry (a statistic computed once, ``B.OwnStat``):
     elsewhere the flattened loop would only grow the e-graph (a convolution's window sums stay nests for
     ``contraction``)."""
     lb, ub, st, x0, y, m, lb2, ub2, st2, inner_v = vars_("lb ub st x0 y m lb2 ub2 st2 inner_v", Val)
     attrs, ya, a2, y2, ca, sa, sa2, la, la2 = vars_("attrs ya a2 y2 ca sa sa2 la la2", AMap)
     comb = var("comb", String)
-    d, d1, mk, mo = vars_("d d1 mk mo", i64)
+    d, d1, mk = vars_("d d1 mk", i64)
     ty = var("ty", Ty)
     w = var("w", Val)
     support = [named("reduction.flat_sum", rule(
@@ -565,13 +565,15 @@ def _flatten_rules() -> tuple[list, list]:
              eq(w).to(outer), eq(st).to(P.const(sa, INDEX)), P.HasAttr(sa, "value", A.int_(1)), *_zero_index(lb, la),
              eq(mk).to(P.Dep(ub2)), eq(mk & ((i64(1) << d) | (i64(1) << (d + P.IV_BITS)))).to(i64(0))]
     rewrites = []
-    for tag, gate in (("stat", [eq(B.MaskOf(w)).to(i64(0)), B.OwnStat(w)]),
-                      ("carry", [eq(mo).to(B.MaskOf(w)), CarryMask(mo)])):
+    # not over an ownership axis (a per-channel mean under a tile of channels): the flattened loop there is cheaper
+    # unsplit than split, so split_reduction kept it one program per channel tile (2026-12-06, tests/interp/
+    # test_split_reduction.py bn_mean_f32); both forms would need costing after the split
+    for tag, gate in (("stat", [eq(B.MaskOf(w)).to(i64(0)), B.OwnStat(w)]),):
         name = f"reduction.flatten_{tag}"
         rewrites.append(named(name, rule(*shape, *gate, name=name).then(union(w).with_(new)),
                               "for a in [0, A) (x0) {for b in [0, B) (acc) {c(acc, x(a, b))}} == for g in [0, A * B) "
                               "(x0) {c(acc, x(g / B, g % B))} (the same members in the same order; "
-                              + ("a statistic computed once)" if tag == "stat" else "a carry over one ownership axis)")))
+                              + "a statistic computed once)"))
     return support, rewrites
 
 
