@@ -1,4 +1,4 @@
-"""The re-expression behind loop flattening (``reduction.flatten_*``): a value read inside the inner loop of a
+"""The re-expression behind loop flattening (``reduction.flatten_stat``): a value read inside the inner loop of a
 perfect two-loop reduction nest, re-expressed for the one loop that enumerates the nest's members in the same
 order.
 
@@ -8,10 +8,11 @@ member ``a * B + b``, so a running fold visits the members in the nest's order).
 region depth (``Val.arg(depth, index, type)``): ``Arg(d, 0)`` becomes the quotient, ``Arg(d + 1, 0)`` the
 remainder, arguments of enclosing regions (depth < d) stay. The carried values of both loops have no
 re-expression (the term never resolves): a member reading a running value is not a member of the sum. A region op
-written inside the nest is not followed (its depths would shift; the term never resolves), one written outside it
-(a statistic the member reads, computed before the nest) is kept: a statistic's member is element-wise over loads
-and values computed outside. No shortcut for values that merely read neither loop: terms are depth-indexed, and a
-loop written inside the inner loop would keep regions one level too deep.
+written inside the nest is not followed (its depths would shift; the term never resolves) unless its free arguments
+are ABI values and group coordinates only (it binds every other argument itself, so it is the same value wherever
+it is placed: a statistic construction rematerialized inside the member); one written outside the nest is kept. No
+shortcut for other values that merely read neither loop: terms are depth-indexed, and a loop written inside the
+inner loop would keep regions one level too deep.
 
 A terminating structural recursion over pure terms, saturated with the ``reduction`` group's analyses; private
 helper of ``rulebooks/reduction.py`` (not a group).

@@ -542,8 +542,8 @@ def _flatten_rules() -> tuple[list, list]:
     result with a scalar carry (a statistic computed once, ``B.OwnStat``):
     elsewhere the flattened loop would only grow the e-graph (a convolution's window sums stay nests for
     ``contraction``)."""
-    lb, ub, st, x0, y, m, lb2, ub2, st2, inner_v = vars_("lb ub st x0 y m lb2 ub2 st2 inner_v", Val)
-    attrs, ya, a2, y2, ca, sa, sa2, la, la2 = vars_("attrs ya a2 y2 ca sa sa2 la la2", AMap)
+    lb, ub, st, x0, m, lb2, ub2, st2, inner_v = vars_("lb ub st x0 m lb2 ub2 st2 inner_v", Val)
+    attrs, ya, a2, y2, ca, sa, la = vars_("attrs ya a2 y2 ca sa la", AMap)
     comb = var("comb", String)
     d, d1, mk = vars_("d d1 mk", i64)
     ty = var("ty", Ty)
@@ -564,16 +564,14 @@ def _flatten_rules() -> tuple[list, list]:
     shape = [FlatSum(inner_v, d1, ty, comb, m, ub2, a2, ca, y2), eq(d1).to(d + 1), eq(inner_v).to(inner),
              eq(w).to(outer), eq(st).to(P.const(sa, INDEX)), P.HasAttr(sa, "value", A.int_(1)), *_zero_index(lb, la),
              eq(mk).to(P.Dep(ub2)), eq(mk & ((i64(1) << d) | (i64(1) << (d + P.IV_BITS)))).to(i64(0))]
-    rewrites = []
-    # not over an ownership axis (a per-channel mean under a tile of channels): the flattened loop there is cheaper
-    # unsplit than split, so split_reduction kept it one program per channel tile (2026-12-06, tests/interp/
-    # test_split_reduction.py bn_mean_f32); both forms would need costing after the split
-    for tag, gate in (("stat", [eq(B.MaskOf(w)).to(i64(0)), B.OwnStat(w)]),):
-        name = f"reduction.flatten_{tag}"
-        rewrites.append(named(name, rule(*shape, *gate, name=name).then(union(w).with_(new)),
-                              "for a in [0, A) (x0) {for b in [0, B) (acc) {c(acc, x(a, b))}} == for g in [0, A * B) "
-                              "(x0) {c(acc, x(g / B, g % B))} (the same members in the same order; "
-                              + "a statistic computed once)"))
+    # only a statistic's scalar carry, not one over an ownership axis (a per-channel mean under a tile of channels):
+    # the flattened loop there is cheaper unsplit than split, so split_reduction kept it one program per channel
+    # tile (2026-12-06, tests/interp/test_split_reduction.py bn_mean_f32); both forms would need costing after it
+    name = "reduction.flatten_stat"
+    rewrites = [named(name, rule(*shape, eq(B.MaskOf(w)).to(i64(0)), B.OwnStat(w), name=name).then(
+        union(w).with_(new)),
+        "for a in [0, A) (x0) {for b in [0, B) (acc) {c(acc, x(a, b))}} == for g in [0, A * B) (x0) {c(acc, "
+        "x(g / B, g % B))} (the same members in the same order; a statistic computed once)")]
     return support, rewrites
 
 
