@@ -49,9 +49,9 @@ members are regrouped, each member computed as before (no rescaling, no rounding
 ``reduction.flatten_stat`` (issue 27 item 3): a perfect nest ``for a in [0, A) {for b in [0, B) (acc)
 {c(acc, x(a, b))}}`` -- the outer body is the inner ``reduce = c`` loop started from the outer carried value, both
 step 1 from 0, the inner bounds free of the outer loop (``Dep``) -- whose member re-expresses
-(``_loop_flatten.flat``: no carried value, no region op written inside the nest), where ``block_*`` blocks a scalar
-carry (a statistic computed once, ``OwnStat``); indexed by ``FlatSum`` (one small
-table joined before the loops).
+(``_loop_flatten.flat``: no carried value, no region op written inside the nest unless it reads only ABI values and
+group coordinates), where ``block_*`` blocks a scalar carry (a statistic computed once, ``OwnStat``); indexed by
+``FlatSum`` (one small table joined before the loops).
 
 Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c, x)})``;
 ``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))`` (and ``select(broadcast(c), broadcast(a), splat(s))`` ->
@@ -538,7 +538,8 @@ def _flatten_rules() -> tuple[list, list]:
     Legality: both loops step by 1 from 0; the inner bounds do not read the outer loop (``Dep``: a rectangular
     nest); the inner loop is marked ``reduce = c`` (its body ``c(carried, member)``, checked by the verifier) and
     starts from the outer carried value, which the outer loop yields; the member re-expresses
-    (``_loop_flatten.flat``: it reads neither carried value, no nested region). Only where the group blocks the
+    (``_loop_flatten.flat``: it reads neither carried value, no region op written inside the nest unless it reads
+    only ABI values and group coordinates). Only where the group blocks the
     result with a scalar carry (a statistic computed once, ``B.OwnStat``):
     elsewhere the flattened loop would only grow the e-graph (a convolution's window sums stay nests for
     ``contraction``)."""
