@@ -524,9 +524,6 @@ def _lift_rules():
                             Regions.cons(Region.make(d, Tys.cons(ivt, Tys.cons(Ty.scalar(dt), Tys.nil())),
                                                      Stmts.nil(), _vals(y0), rya), Regions.nil())),
                    0, Ty.scalar(dt))
-    add("demand_for", rule(eq(y).to(lift(loop, own))).then(lift(x, own), lift(y0, own), lift(lb_, own),
-                                                           lift(ub_, own), lift(st_, own)),
-        "lift the loop's bounds, initial value and yield")
     add("lift_loop_acc", rule(eq(y).to(lift(Val.arg(d, 1, Ty.scalar(dt)), own)), ne(d).to(i64(0)),
                               ne(d).to(i64(1)), ne(dt).to(String("index"))).then(
         union(y).with_(Val.arg(d, 1, frag_ty(dt, full, tiles)))),
@@ -580,6 +577,21 @@ def _lift_rules():
         set_(OwnMask(v, c)).to(m1 | m2)), "a region op: its operands' and regions' axes")
     add("own_mask_sres", rule(OwnWant(v, own_d), eq(v).to(Val.sres(var("st2", Stmt), i, t))).then(
         set_(OwnMask(v, own_d)).to(full)), "a statement's result is not followed: every axis")
+    # Demand: a loop's parts are lifted only once the loop is known to run per lane (the gates of the
+    # ``lift_for*`` rules below; a prefix or suffix loop reads its scanned coordinate, so it varies). A uniform
+    # loop is its own lifting, so lifting its body is work no extraction reads -- and a statistic's class also
+    # holds the reduction group's flattened and member-tiled forms, whose ``div``/``rem`` coordinates and tile
+    # fragments cost the blocking analyses a never-saturating 0.5-7.6 s per step (GroupNorm compiled in 169 s
+    # with an ungated demand, 25 s with this gate; docs/status.md, issue 27).
+    mk = var("mk", i64)
+    enclosing = ((i64(1) << d) - 4) | (((i64(1) << d) - 4) << P.IV_BITS)      # region depths 2 .. d - 1
+    for tag, gate in (("", [eq(d.bool_gt(i64(2))).to(Bool(True)), eq(mk).to(P.Dep(loop)),
+                             ne(mk & enclosing).to(i64(0))]),
+                      ("_varying", [eq(d.bool_ge(i64(2))).to(Bool(True)), eq(m1).to(OwnMask(loop, own)),
+                                    ne(m1).to(i64(0))])):
+        add(f"demand_for{tag}", rule(eq(y).to(lift(loop, own)), *gate).then(
+            lift(x, own), lift(y0, own), lift(lb_, own), lift(ub_, own), lift(st_, own)),
+            "lift the bounds, initial value and yield of a loop that runs per lane")
     add("lift_for_uniform", rule(eq(y).to(lift(loop, own)), eq(d).to(i64(2)), eq(OwnMask(loop, own)).to(i64(0)),
                                  ne(dt).to(String("index"))).then(union(y).with_(loop), OwnStat(loop)),
         "a top-level loop that reads no blocked coordinate is the same in every lane: it is its own lifting")
@@ -588,8 +600,6 @@ def _lift_rules():
     # be one of the two, never both: equal values get one lifting, and a per-lane lifting of a copy nested in a
     # consumer would be merged with the uniform lifting of the same loop at the top once ``remat`` shows the two
     # equal (an e-class of a scalar and its [T0, T1] broadcast: ill-typed extractions).
-    mk = var("mk", i64)
-    enclosing = ((i64(1) << d) - 4) | (((i64(1) << d) - 4) << P.IV_BITS)      # region depths 2 .. d - 1
     add("lift_for_uniform_nested", rule(eq(y).to(lift(loop, own)), eq(d.bool_gt(i64(2))).to(Bool(True)),
                                         eq(OwnMask(loop, own)).to(i64(0)), eq(mk).to(P.Dep(loop)),
                                         eq(mk & enclosing).to(i64(0)), ne(dt).to(String("index"))).then(

@@ -181,3 +181,31 @@ def test_outputs_of_rank_five_to_eight_are_blocked(rank):
     assert result.report["rules_fired"].get(f"blocking.ownership_rank{rank}", 0) > 0
     ir.verify(result.program)
     assert_matches_reference(module, result.program, seeds=(5,), lo=1, hi=4)
+
+
+def _support_matches(result, prefix: str) -> int:
+    """Matches of the blocking-support rules named ``prefix*`` in the blocking group of ``result``'s report (the
+    report names a support rule by its index in ``blocking_support``, the order of ``ANALYSIS_RULES``)."""
+    from rulebooks import blocking
+
+    ids = {f"blocking_support#{i}" for i, (n, _, _) in enumerate(blocking.ANALYSIS_RULES) if n.startswith(prefix)}
+    assert ids, prefix
+    (kernel,) = result.report["kernels"].values()
+    (group,) = [g for g in kernel["groups"] if g["group"] == "blocking"]
+    return sum(n for name, n in group["analysis_matches"].items() if name in ids)
+
+
+def test_a_uniform_statistic_loop_is_its_own_lifting_and_its_body_is_not_lifted():
+    """BatchNorm2d's per-channel statistic loops read no coordinate of the (h, w) tile: each is its own lifting
+    (``lift_for_uniform``), and nothing demands the lifting of their bounds and bodies (``demand_for*``): under the
+    reduction group, whose flattened and member-tiled forms join a statistic's class, that demand made the
+    blocking analyses never saturate (GroupNorm's compile: 169 s, 25 s without it). A row sum's column loop reads
+    its blocked row: it runs per lane, so its parts are demanded and lifted."""
+    path = os.path.join(ROOT, "bench", "suite", "batchnorm2d_f32.kir")
+    with open(path) as f:
+        norm = optimize(construct(kir.parse(f.read(), filename=path)), target="sm90", groups=["blocking"])
+    assert _support_matches(norm, "blocking.lift_for_uniform") > 0
+    assert _support_matches(norm, "blocking.demand_for") == 0
+    rows = optimize(construct(_load("row_sum")), target="sm90", groups=["blocking"])
+    assert _support_matches(rows, "blocking.demand_for_varying") > 0
+    assert _support_matches(rows, "blocking.lift_for_varying") > 0
