@@ -320,7 +320,7 @@ def _contract_loop_transposed_rules() -> list:
     R = []
     dt = var("dt", String)
     lb, ub, st, x0, y, va, vb, rows, cols = vars_("lb ub st x0 y va vb rows cols", Val)
-    viewa, viewb = vars_("viewa viewb", Val)
+    viewa, viewb, px, qx = vars_("viewa viewb px qx", Val)
     pre = list(vars_("pa0 pa1 pb0 pb1", Val))
     attrs, rya, ya, ma, mb, pm, cs_a, cs_b, fa_rest, fb_rest, ka_m, kb_m, cattrs = vars_(
         "attrs rya ya ma mb pm cs_a cs_b fa_rest fb_rest ka_m kb_m cattrs", AMap)
@@ -351,20 +351,26 @@ def _contract_loop_transposed_rules() -> list:
             eb = Val.op("cast", P.vals(lb_), cs_b, _frag(dt, [tn], ["b2"])) if cast else lb_
             ta = Val.op("cast", P.vals(a_tile), cs_a, _frag(dt, [t0, tkle], ["b0", "b3"])) if cast else a_tile
             tb = Val.op("cast", P.vals(b_tile), cs_b, _frag(dt, [tn, tkle], ["b2", "b3"])) if cast else b_tile
-            member = Val.op("mul", P.vals(Val.op("broadcast", P.vals(ea), ma, ty),
-                                         Val.op("broadcast", P.vals(eb), mb, ty)), pm, ty)
+            fa_, fb_ = Val.op("broadcast", P.vals(ea), ma, ty), Val.op("broadcast", P.vals(eb), mb, ty)
+            member = Val.op("mul", P.vals(fa_, fb_), pm, ty)
             loop = P.for1(lb, ub, st, x0, attrs, ty, d, Val.op("add", P.vals(acc, member), ya, ty), rya)
             contract = Val.op("contract", P.vals(ta, tb, acc), P.amap(lhs_contract=_ints([1]),
                                                                    rhs_contract=_ints([1])), ty)
             new = P.for1(lb, ub, Val.op("launch", Vals.nil(), P.amap(expr=A.le(tkle)), INDEX), x0, attrs, ty, d,
                          contract, rya)
-            facts = [eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
+            # the MulMember row (one per sum of products, indexed by the support rules) bounds the join: without
+            # it the loop pattern with its two loads cost ~1.5 s per search in a causal attention's compile
+            # (egglog 13's semi-naive delta joins; 12 s of the contraction group, 3-4 s with it). Kept after the
+            # loop pattern: written first, the rule matched loops the pattern does not (9 matches instead of 5 on
+            # causal attention bf16) and the extraction failed to decode (docs/status.md, issue 26)
+            facts = [eq(y).to(loop), MulMember(y, d, px, qx), eq(px).to(fa_), eq(qx).to(fb_),
+                     eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
                      eq(ka_m).to(P.amap(dims=_ints([]))), eq(kb_m).to(P.amap(dims=_ints([]))),
                      eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1)),
                      CAttr(attrs, "reduce", A.str_("add")),
                      CAttr(fa_rest, "fill", A.float_("0.0")), CAttr(fb_rest, "fill", A.float_("0.0"))]
             name = f"contraction.contract_loop_t_b{n_pre}_c{cast}{cast}"
-            R.append((name, rule(eq(y).to(loop), *facts, name=name).then(union(y).with_(new)),
+            R.append((name, rule(*facts, name=name).then(union(y).with_(new)),
                       "for k step 1: acc[m, n] + bcast(A[.., m, k]) * bcast(B[.., n, k])  ==  for k0 step TK: "
                       "contract(A[.., m, k0:k0+TK], B[.., n, k0:k0+TK] along its axis 1, acc)  (an ordinary sum: "
                       "members regrouped; tail members load 0)"))
