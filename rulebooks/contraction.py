@@ -358,11 +358,11 @@ def _contract_loop_transposed_rules() -> list:
                                                                    rhs_contract=_ints([1])), ty)
             new = P.for1(lb, ub, Val.op("launch", Vals.nil(), P.amap(expr=A.le(tkle)), INDEX), x0, attrs, ty, d,
                          contract, rya)
-            # the MulMember row (one per sum of products, indexed by the support rules) bounds the join: without
-            # it the loop pattern with its two loads cost ~1.5 s per search in a causal attention's compile
-            # (egglog 13's semi-naive delta joins; 12 s of the contraction group, 3-4 s with it). Kept after the
-            # loop pattern: written first, the rule matched loops the pattern does not (9 matches instead of 5 on
-            # causal attention bf16) and the extraction failed to decode (docs/status.md, issue 26)
+            # the MulMember row (one per sum of products, indexed by the support rules) bounds egglog's semi-naive
+            # delta joins of the loop pattern with its two loads (most of an attention's contraction group without
+            # it; measured in docs/status.md, issue 27 "Compile cost"). Kept after the loop pattern: written first,
+            # the rule matched more loops than the pattern alone (9 instead of 5 on causal attention bf16) and the
+            # extraction failed to decode; not explained yet
             facts = [eq(y).to(loop), MulMember(y, d, px, qx), eq(px).to(fa_), eq(qx).to(fb_),
                      eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
                      eq(ka_m).to(P.amap(dims=_ints([]))), eq(kb_m).to(P.amap(dims=_ints([]))),
