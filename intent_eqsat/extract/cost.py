@@ -1492,11 +1492,14 @@ def _quote(s: str) -> str:
 
 
 def term_export(root: T) -> tuple[Export, dict[int, str]]:
-    """A one-node-per-class export of a term (node ids = class ids), and term id -> node id."""
+    """A one-node-per-class export of a term (node ids = class ids), and term id -> node id. The export's
+    ``statics`` hold what a cost model would otherwise rebuild from it: each class's term (the subterm itself:
+    terms are hash-consed, so rebuilding gives the same object) and its choice (its one node)."""
     nodes: dict[str, dict] = {}
     classes: dict[str, list[str]] = {}
     ids: dict[int, str] = {}
     prims: dict[tuple, str] = {}
+    terms: dict[str, T] = {}
 
     def prim(v: Any) -> str:
         key = (type(v).__name__, v)
@@ -1513,9 +1516,11 @@ def term_export(root: T) -> tuple[Export, dict[int, str]]:
         nodes[nid] = {"op": term.op, "children": children, "eclass": nid}
         classes[nid] = [nid]
         ids[id(term)] = nid
+        terms[nid] = term
 
     walk_terms(root, visit)
-    return Export(nodes, classes, ids[id(root)]), ids
+    statics = {"small": {nid: nid for nid in terms}, "terms": terms}
+    return Export(nodes, classes, ids[id(root)], statics=statics), ids
 
 
 def match_terms(export: Export, root: T) -> dict[int, str]:
