@@ -74,6 +74,14 @@ def _norm(t, kind: str):
         return lambda X, eps: F.layer_norm(X, X.shape[1:], eps=eps)
     if kind == "batch1d":
         return lambda X: F.batch_norm(X, None, None, training=True)
+    if kind == "batch_bf16":
+        return lambda X, g, b: F.batch_norm(X, None, None, g, b, training=True, eps=1e-5)
+    if kind == "group8":
+        return lambda X, g, b, eps: F.group_norm(X, 8, g, b, eps)
+    if kind == "layer_hw":
+        return lambda X, eps: F.layer_norm(X, X.shape[2:], eps=eps)
+    if kind == "var_channels":
+        return lambda X: X.var(dim=(0, 2, 3), unbiased=False)
     return lambda X: X - X.mean(0)
 
 
@@ -133,6 +141,22 @@ CASES = {
     "batchnorm1d_bf16": ({"N": 64, "C": 128, "L": 1000}, {"N": 4, "C": 16, "L": 250},
                          lambda t, s: t.randn(s["N"], s["C"], s["L"], device="cuda").bfloat16(), "bfloat16",
                          lambda t: _norm(t, "batch1d")),
+    "batchnorm3d_f32": ({"N": 8, "C": 32, "D": 16, "H": 28, "W": 28}, FULL,
+                        lambda t, s: _affine_input(t, (s["N"], s["C"], s["D"], s["H"], s["W"]), s["C"]), "float32",
+                        lambda t: _norm(t, "batch2d")),
+    "batchnorm2d_bf16": ({"N": 24, "C": 96, "H": 35, "W": 35}, FULL,
+                         lambda t, s: (t.randn(s["N"], s["C"], s["H"], s["W"], device="cuda").bfloat16(),
+                                       1.0 + 0.1 * t.randn(s["C"], device="cuda"), 0.1 * t.randn(s["C"], device="cuda")),
+                         "bfloat16", lambda t: _norm(t, "batch_bf16")),
+    "layernorm_hw_f32": ({"N": 32, "C": 64, "H": 28, "W": 28}, FULL,
+                         lambda t, s: (t.randn(s["N"], s["C"], s["H"], s["W"], device="cuda"), 1e-5), "float32",
+                         lambda t: _norm(t, "layer_hw")),
+    "groupnorm8_f32": ({"N": 8, "CPG": 12, "H": 20, "W": 20}, FULL,
+                       lambda t, s: _affine_input(t, (s["N"], 8 * s["CPG"], s["H"], s["W"]), 8 * s["CPG"]),
+                       "float32", lambda t: _norm(t, "group8")),
+    "var_channels_f32": ({"N": 32, "C": 64, "H": 56, "W": 56}, FULL,
+                         lambda t, s: t.randn(s["N"], s["C"], s["H"], s["W"], device="cuda"), "float32",
+                         lambda t: _norm(t, "var_channels")),
     "center_columns_f32": ({"M": 8192, "N": 4096}, {"M": 1024, "N": 512},
                            lambda t, s: t.randn(s["M"], s["N"], device="cuda"), "float32",
                            lambda t: _norm(t, "center")),

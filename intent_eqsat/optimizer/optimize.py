@@ -467,9 +467,11 @@ def _bucket_variants(decoded: Kernel, program: Module, options: CompileOptions, 
     def rank(env: Mapping[str, int], pool: Sequence[dict] | None) -> list[tuple[float, dict]]:
         at = _binding_cost(model_at(env), target, tile_defaults)
         if pool is None:      # with the whole-row tiles of this environment's extents among the candidates
-            return TILES.choose(decoded, TILES.binding_domains(doms, tgt, env), lambda b: at(decoded, b),
-                                min_lanes=warp, keep=SB.POOL)
-        return SB.rank_pool(pool, TILES.binding_domains(doms, tgt, env), lambda b: at(decoded, b),
+            return TILES.choose(decoded, TILES.binding_domains(doms, tgt, env,
+                                                               members=TILES.member_extent(decoded, env)),
+                                lambda b: at(decoded, b), min_lanes=warp, keep=SB.POOL)
+        return SB.rank_pool(pool, TILES.binding_domains(doms, tgt, env, members=TILES.member_extent(decoded, env)),
+                            lambda b: at(decoded, b),
                             TILES.used(decoded), lambda b: TILES.too_narrow(b, warp))
 
     plan = SB.plan(free, dict(cost.sizes), ranked, rank)
@@ -633,7 +635,8 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     cost_at = _binding_cost(cost, target, tile_defaults)
     tgt = get_target(target)
     calibrated = getattr(cost, "calibration", None) is not None
-    ranked = TILES.choose(decoded, TILES.binding_domains(doms, tgt, getattr(cost, "sizes", None)),
+    sizes = getattr(cost, "sizes", None)
+    ranked = TILES.choose(decoded, TILES.binding_domains(doms, tgt, sizes, members=TILES.member_extent(decoded, sizes)),
                           lambda b: cost_at(decoded, b), min_lanes=int(getattr(tgt, "warp_size", 32) or 32),
                           keep=1 << 30)
     from intent_eqsat.extract.calibration import fingerprint

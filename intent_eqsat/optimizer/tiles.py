@@ -65,19 +65,75 @@ def domains(target: Any, candidates: Sequence[int]) -> dict[str, tuple[int, ...]
 
 #: the largest member count a sized candidate may give one fragment axis (a whole row of a known extent)
 SIZED_MAX = 16384
+#: the widest member tile (``TILE_R``) offered for a reduction longer than every sized row: a statistic over
+#: several axes flattened into one loop of ``N*H*W`` members runs one dependent step per tile, so 256-member tiles
+#: made BatchNorm2d's 100k-member statistics a chain of ~400 steps per program. Measured on an H100 (2026-12-06,
+#: docs/perf.md "Wider member tiles"): 4096-member tiles made BatchNorm2d, GroupNorm and LayerNorm(C,H,W) 1.6-2.0x
+#: faster than 256; a 4096-lane f32 tile is 32 registers per thread at 4 warps
+MEMBER_WIDE_MAX = 4096
 
 
 def _next_pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
+def member_extent(kernel: Kernel, sizes: Mapping[str, int] | None) -> int | None:
+    """The most members any loop stepping by ``TILE_R`` takes at ``sizes`` (its ``ub - lb``, from ``launch``
+    values combined by ``add``/``sub``/``mul``), or None when a bound cannot be evaluated there (or no sizes, or
+    no such loop). :func:`binding_domains` offers no member tile wider than it: a tile wider than the loop it
+    tiles masks the rest of its lanes (GroupNorm's 400-member (h, w) loop in 1024-member tiles ran 1.7x slower
+    than in 256-member ones, H100, 2026-12-06, a cost the model does not see)."""
+    if not sizes:
+        return None
+    from intent_eqsat.ir.core import walk
+    from intent_eqsat.ir.launch import Sym, evaluate
+    defs = {v.name: op for op in walk(kernel.body) for v in op.results}
+
+    def value(name: str) -> int | None:
+        op = defs.get(name)
+        if op is None:
+            return None
+        if op.name == "launch":
+            try:
+                return int(evaluate(op.attrs["expr"], sizes))
+            except Exception:  # noqa: BLE001 - a symbol the sizes do not give (a tile parameter, a stride)
+                return None
+        if op.name in ("add", "sub", "mul") and len(op.operands) == 2:
+            a, b = (value(o.name) for o in op.operands)
+            if a is None or b is None:
+                return None
+            return a + b if op.name == "add" else a - b if op.name == "sub" else a * b
+        return None
+
+    most = None
+    for op in walk(kernel.body):
+        if op.name != "for" or len(op.operands) < 3:
+            continue
+        step = defs.get(op.operands[2].name)
+        if step is None or step.name != "launch" or step.attrs.get("expr") != Sym("TILE_R"):
+            continue
+        lb, ub = value(op.operands[0].name), value(op.operands[1].name)
+        if lb is None or ub is None:
+            return None
+        most = max(most or 0, ub - lb)
+    return most
+
+
 def binding_domains(doms: Mapping[str, Sequence[int]], target: Any,
-                    sizes: Mapping[str, int] | None = None) -> dict[str, tuple[int, ...]]:
+                    sizes: Mapping[str, int] | None = None, *,
+                    members: int | None = None) -> dict[str, tuple[int, ...]]:
     """The values :func:`choose` tries: the domains, plus row tiles narrower than a warp for ``TILE_B0`` (a member
     tile can fill the lanes: :func:`choose` tries them only with ``TILE_R`` and skips bindings whose tiles together
     are narrower than a warp), plus,
     when the problem ``sizes`` are known, each extent rounded up to a power of two (up to :data:`SIZED_MAX`) for
     ``TILE_B1`` and ``TILE_R`` (a whole row per fragment: one pass fetches it and later passes re-read it from L2).
+    With sizes, ``TILE_R`` also takes the powers of two above both its domain and every sized extent (rows
+    longer than :data:`SIZED_MAX` included: a 32768-column cumsum kept its carried-prefix program only so), up to
+    :data:`MEMBER_WIDE_MAX` and the power of two at or above ``members`` (:func:`member_extent`: the longest loop
+    a member tile tiles; the product of the sizes when not known): member tiles for reductions longer than any
+    whole row the sizes offer (a flattened statistic over several axes). None narrower than a sized row: a row held whole in one fragment is read once
+    and reused from registers by the later passes over it, which the model does not see, and it ranked a 2048-member
+    loop over a 4096 row within 1.3% of the whole row that ran 1.45x faster (InstanceNorm1d, H100, 2026-12-06).
     Structures are still compared at :func:`defaults` of the plain domains."""
     warp = int(getattr(target, "warp_size", 32) or 32)
     out = {n: tuple(d) for n, d in doms.items()}
@@ -88,6 +144,12 @@ def binding_domains(doms: Mapping[str, Sequence[int]], target: Any,
         if n in out:
             extra = {v for v in sized if max(out[n]) < v <= SIZED_MAX}
             out[n] = tuple(sorted(set(out[n]) | extra))
+    if "TILE_R" in out and sized:
+        above = max(list(sized) + list(out["TILE_R"]))
+        longest = _next_pow2(members if members is not None else
+                             math.prod(v for v in (sizes or {}).values() if isinstance(v, int) and v > 0))
+        wide = {1 << i for i in range(above.bit_length(), MEMBER_WIDE_MAX.bit_length()) if 1 << i <= longest}
+        out["TILE_R"] = tuple(sorted(set(out["TILE_R"]) | wide))
     return out
 
 
@@ -166,4 +228,4 @@ def bind(kernel: Kernel, binding: Mapping[str, int], module: Module) -> Kernel:
     return inline_single_trip_loops(parse_module(bound).kernels[0])
 
 
-__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "KEYS", "SIZED_MAX", "domains", "binding_domains", "defaults", "decls", "used", "choose", "too_narrow", "bind"]
+__all__ = ["NAMES", "OWNERSHIP", "REDUCTION", "MEMBERS", "KEYS", "SIZED_MAX", "MEMBER_WIDE_MAX", "member_extent", "domains", "binding_domains", "defaults", "decls", "used", "choose", "too_narrow", "bind"]

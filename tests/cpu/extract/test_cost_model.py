@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -241,6 +242,24 @@ def test_binding_domains_add_narrow_row_tiles_and_sized_rows():
     assert tiles.defaults(doms) == tiles.defaults(tiles.domains(sm90, (16, 32, 64, 128)))
 
 
+def test_wide_member_tiles_are_offered_only_above_every_sized_row():
+    """``TILE_R`` takes member tiles up to ``MEMBER_WIDE_MAX`` for a reduction longer than every sized row (a
+    BatchNorm statistic over N*H*W flattened members), bounded by the product of the sizes, and none narrower
+    than a sized row (a row held whole in one fragment is reused from registers: InstanceNorm1d's 4096 row ran
+    1.45x slower in 2048-member tiles, which the model ranked as good) and none without sizes."""
+    from intent_eqsat.providers.targets import get_target
+    from intent_eqsat.optimizer import tiles
+    sm90 = get_target("sm90")
+    doms = tiles.domains(sm90, (16, 32, 64, 128, 256))
+    assert tiles.MEMBER_WIDE_MAX == 4096
+    bn = tiles.binding_domains(doms, sm90, {"N": 32, "C": 64, "H": 56, "W": 56})["TILE_R"]
+    assert bn == (32, 64, 128, 256, 512, 1024, 2048, 4096)
+    assert tiles.binding_domains(doms, sm90, {"N": 32, "C": 256, "L": 4096})["TILE_R"] == (32, 64, 128, 256, 4096)
+    assert tiles.binding_domains(doms, sm90, {"N": 2, "C": 4, "H": 8, "W": 8})["TILE_R"] == (32, 64, 128, 256, 512)
+    assert tiles.binding_domains(doms, sm90, None)["TILE_R"] == doms["TILE_R"]
+    assert tiles.binding_domains(doms, sm90, {"N": 32, "C": 64})["TILE_B1"] == doms["TILE_B1"]
+
+
 def test_choose_skips_bindings_narrower_than_a_warp(monkeypatch):
     from intent_eqsat.optimizer import tiles
     monkeypatch.setattr(tiles, "used", lambda kernel: ["TILE_B0", "TILE_R"])
@@ -289,3 +308,23 @@ def test_an_f32_256_wide_tile_beyond_shared_memory_is_illegal_at_every_precision
     fits = estimate(k, SM90, dict(BIG, BM=64, BN=256, BK=32), params=m)
     assert fits.legal and fits.smem_bytes == 3 * (64 * 32 + 32 * 256) * 4, fits.reason
     assert tiled(SM90, 128, 256, 64).legal
+
+
+def test_member_extent_is_the_longest_member_tiled_loop_at_the_sizes():
+    """``tiles.member_extent``: the trip extent of the loops stepping by ``TILE_R`` (the row sum's ``[0, N)`` after
+    the reduction group, the golden case's expected output), None when a bound reads a symbol the sizes do not
+    give; it caps the wide member tiles (a tile wider than its loop only masks lanes)."""
+    from intent_eqsat import ir
+    from intent_eqsat.optimizer import tiles
+    from intent_eqsat.providers.targets import get_target
+    golden = Path(__file__).resolve().parents[2] / "golden" / "reduction" / "row_sum.gir"
+    expected = "\n".join(line[len("# CHECK: "):] for line in golden.read_text().splitlines()
+                         if line.startswith("# CHECK: "))
+    kernel = ir.parse_module(expected).kernels[0]
+    assert tiles.member_extent(kernel, {"M": 8, "N": 1000}) == 1000
+    assert tiles.member_extent(kernel, {"M": 8}) is None
+    sm90 = get_target("sm90")
+    doms = tiles.domains(sm90, (16, 32, 64, 128, 256))
+    # a loop of 1000 members (N unknown to the sizes): wide tiles up to 1024; N sized: its whole row, nothing narrower
+    assert tiles.binding_domains(doms, sm90, {"M": 8}, members=1000)["TILE_R"] == (32, 64, 128, 256, 512, 1024)
+    assert tiles.binding_domains(doms, sm90, {"M": 8, "N": 1000}, members=1000)["TILE_R"] == (32, 64, 128, 256, 1024)

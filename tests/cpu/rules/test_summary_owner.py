@@ -149,8 +149,10 @@ kernel center(X: f32[M, N], Y: out f32[M, N]) {
 def test_a_statistic_over_several_axes_reads_its_flattened_members_in_wide_tiles(name):
     """``reduction.flatten_*``: a statistic over (n, h, w) / (c, h, w) -- a nest of loops whose innermost axis is
     56 / 28 wide, so each step read one row of it in a 64- or 32-lane tile, some lanes masked -- is
-    a loop over the flattened members (coordinates ``g / B`` and ``g % B``), read in full tiles of 64 lanes (the
-    widest the test's candidates allow; the cost model may keep an outer axis as a loop around it)."""
+    a loop over the flattened members (coordinates ``g / B`` and ``g % B``), read in member tiles wider than the
+    test's 32/64 candidates: with sizes, ``TILE_R`` also takes tiles up to ``MEMBER_WIDE_MAX`` for loops longer
+    than every sized row (``optimizer.tiles.binding_domains``), and the model takes them (the cost model may keep
+    an outer axis as a loop around it)."""
     module, result = _compile(name)
     sizes = NORMS[name][0]
     k = result.program.kernels[0]
@@ -160,4 +162,4 @@ def test_a_statistic_over_several_axes_reads_its_flattened_members_in_wide_tiles
         assert any(op.name in ("div", "rem") for r in loop.regions for op in walk(r)), ir.print_module(result.program)
         lanes = [math.prod(int(evaluate(d, sizes)) for d in op.results[0].type.shape)
                  for r in loop.regions for op in walk(r) if op.name == "load"]
-        assert lanes and min(lanes) >= 64, (lanes, ir.print_module(result.program))
+        assert lanes and min(lanes) > 64, (lanes, ir.print_module(result.program))
