@@ -15,7 +15,8 @@ Domains come from the target: ownership tiles are the tile candidates at least a
 narrower tile leaves lanes idle on every target; ``TILE_N`` too); the contraction tile is a candidate in [16, 128] (a matrix unit
 needs K >= 16; larger K tiles cost shared memory and pay on skinny problems: 64x4096x4096 ran 1.3x faster with
 K tiles of 128 than 64 on the H200, bench/results/h200_sweep_2026-11-30); a reduction-loop tile is an ownership candidate (its
-members are lanes of one fragment).
+members are lanes of one fragment), and at binding, with sizes, also wider up to :data:`MEMBER_WIDE_MAX` for loops
+longer than every sized extent (:func:`binding_domains`).
 
 Declaration of the ``tile_binding`` group (SPEC PASS-1; run by the optimizer after the last extraction, listed
 with the other groups by ``rules list``, :mod:`intent_eqsat.optimizer.passes`):
