@@ -9,7 +9,6 @@ so the launch wrapper and the kernel body can both evaluate it (IR-10 invariant 
 from __future__ import annotations
 
 import functools
-
 import numbers
 import re
 from dataclasses import dataclass

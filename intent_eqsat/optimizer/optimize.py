@@ -636,7 +636,8 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     tgt = get_target(target)
     calibrated = getattr(cost, "calibration", None) is not None
     sizes = getattr(cost, "sizes", None)
-    ranked = TILES.choose(decoded, TILES.binding_domains(doms, tgt, sizes, members=TILES.member_extent(decoded, sizes)),
+    members = TILES.member_extent(decoded, sizes)
+    ranked = TILES.choose(decoded, TILES.binding_domains(doms, tgt, sizes, members=members),
                           lambda b: cost_at(decoded, b), min_lanes=int(getattr(tgt, "warp_size", 32) or 32),
                           keep=1 << 30)
     from intent_eqsat.extract.calibration import fingerprint

@@ -70,7 +70,8 @@ SIZED_MAX = 16384
 #: several axes flattened into one loop of ``N*H*W`` members runs one dependent step per tile, so 256-member tiles
 #: made BatchNorm2d's 100k-member statistics a chain of ~400 steps per program. Measured on an H100 (2026-12-06,
 #: docs/perf.md "Wider member tiles"): 4096-member tiles made BatchNorm2d, GroupNorm and LayerNorm(C,H,W) 1.6-2.0x
-#: faster than 256; a 4096-lane f32 tile is 32 registers per thread at 4 warps
+#: faster than 256; a 4096-lane f32 tile is 32 registers per thread at 4 warps. The model's warp rule gives these
+#: tiles too few warps (GroupNorm(8) at 8x96x20x20 ran 1.7x slower at one warp, 1.4x faster than before at four)
 MEMBER_WIDE_MAX = 4096
 
 
@@ -81,9 +82,9 @@ def _next_pow2(n: int) -> int:
 def member_extent(kernel: Kernel, sizes: Mapping[str, int] | None) -> int | None:
     """The most members any loop stepping by ``TILE_R`` takes at ``sizes`` (its ``ub - lb``, from ``launch``
     values combined by ``add``/``sub``/``mul``), or None when a bound cannot be evaluated there (or no sizes, or
-    no such loop). :func:`binding_domains` offers no member tile wider than it: a tile wider than the loop it
-    tiles masks the rest of its lanes (GroupNorm's 400-member (h, w) loop in 1024-member tiles ran 1.7x slower
-    than in 256-member ones, H100, 2026-12-06, a cost the model does not see)."""
+    no such loop). :func:`binding_domains` offers no member tile wider than the power of two at or above it: a
+    wider tile would only mask more lanes of the loop it tiles (a bound on the candidates, and on their costing,
+    not a measured effect)."""
     if not sizes:
         return None
     from intent_eqsat.ir.core import walk
@@ -128,13 +129,14 @@ def binding_domains(doms: Mapping[str, Sequence[int]], target: Any,
     are narrower than a warp), plus,
     when the problem ``sizes`` are known, each extent rounded up to a power of two (up to :data:`SIZED_MAX`) for
     ``TILE_B1`` and ``TILE_R`` (a whole row per fragment: one pass fetches it and later passes re-read it from L2).
-    With sizes, ``TILE_R`` also takes the powers of two above both its domain and every sized extent (rows
-    longer than :data:`SIZED_MAX` included: a 32768-column cumsum kept its carried-prefix program only so), up to
+    With sizes, ``TILE_R`` also takes the powers of two above both its domain and every sized extent, up to
     :data:`MEMBER_WIDE_MAX` and the power of two at or above ``members`` (:func:`member_extent`: the longest loop
     a member tile tiles; the product of the sizes when not known): member tiles for reductions longer than any
-    whole row the sizes offer (a flattened statistic over several axes). None narrower than a sized row: a row held whole in one fragment is read once
-    and reused from registers by the later passes over it, which the model does not see, and it ranked a 2048-member
-    loop over a 4096 row within 1.3% of the whole row that ran 1.45x faster (InstanceNorm1d, H100, 2026-12-06).
+    whole row the sizes offer (a flattened statistic over several axes). None at or below a sized extent: a row
+    held whole in one fragment is read once and reused from registers by the later passes over it, which the
+    model does not see (it ranked a 2048-member loop over a 4096 row within 1.3% of the whole row, which ran 1.45x
+    faster: InstanceNorm1d, H100, 2026-12-06); and extents above :data:`SIZED_MAX` count too (with 512-4096
+    member tiles offered, a 32768-column cumsum lost its carried-prefix program).
     Structures are still compared at :func:`defaults` of the plain domains."""
     warp = int(getattr(target, "warp_size", 32) or 32)
     out = {n: tuple(d) for n, d in doms.items()}
