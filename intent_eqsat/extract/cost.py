@@ -453,7 +453,7 @@ class CostModel:
         statics = getattr(export, "statics", None)
         statics = statics if isinstance(statics, dict) else {}
         if "small" not in statics:
-            statics["small"] = _single_node_choice(export) or _extract(export)[0]
+            statics["small"] = _extract(export)[0]
         self._small: dict[str, str] = statics["small"]
         self._term_memo: dict[str, T] = statics.setdefault("terms", {})
         self._ty_memo: dict[str, _TyInfo] = {}
@@ -1599,21 +1599,6 @@ def estimate(kernel: Any, target: Any, sizes: Mapping[str, int] | None = None, *
 
 
 _LAST_ENCODED: list = []
-
-
-def _single_node_choice(export: Export) -> dict[str, str] | None:
-    """The smallest-term choice of an export whose every e-class holds one node (a decoded kernel's encoding,
-    :func:`estimate`): that node, for every class of an operation (primitive classes have no choice, as in
-    ``extractor.extract``); None when a class holds several. The general extraction's worklist gives the same
-    choice and was 15% of costing a bound kernel (the tile bindings re-ranked after the early groups)."""
-    from intent_eqsat.rules.sorts import SIGNATURES
-    choice = {}
-    for c, ns in export.classes.items():
-        if len(ns) != 1:
-            return None
-        if export.nodes[ns[0]]["op"] in SIGNATURES:
-            choice[c] = ns[0]
-    return choice
 
 
 def _encoded(kernel: Any) -> tuple[Export, dict[str, frozenset]]:
