@@ -14,6 +14,8 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                    FMA/ALU flops (2 per lane-op, f32 and f64 pipes), special-function ops, load steps
     loops:         body x trip count (trip = ceil((ub - lb) / step) from the LaunchExpr bounds at ``sizes``)
     footprint:     warps = clamp(pow2(ceil(max fragment elements / (warp_size * elems_per_thread))), 1, max_warps)
+                   (a program without tensor-core work may take more, up to max_warps, where that lowers the
+                   time below by more than ``more_warps_gain``: where few programs share an SM, see t_alu)
                    (in a program that accumulates a tensor-core contract: its largest accumulator over
                    contract_elems_per_thread, at least the target's matrix_unit_warps; the operand tiles are
                    staged through shared memory)
@@ -35,7 +37,10 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                    t_l2   = bytes / (l2_bytes_per_clock_per_sm * sm_count * clock_hz)
                    t_tensor = sum flops / peak.tensor(operand dtype, precision)  (or the FMA pipe if the matrix
                               unit does not take the operands or an extent is below ``min_mma_extent``)
-                   t_alu  = alu flops / peak.fma_f32 (+ f64 flops / peak.fma_f64);  t_sfu = sfu ops / peak.sfu
+                   t_alu  = alu flops / peak.fma_f32 (+ f64 flops / peak.fma_f64);  t_sfu = sfu ops / peak.sfu,
+                            both x max(1, issue_warps / resident warps per SM) in a program without tensor-core
+                            work (resident: warps x
+                            min(programs_per_sm, P / min(P, sm_count))): an SM issues at peak only from enough warps
                    t_latency = waves * steps * memory_latency_s / pipeline_stages
                    roof   = q * max(t_dram, t_l2, t_tensor, t_alu, t_sfu)
                    total  = max(roof, t_latency) + w * (the other terms, q-scaled, and the smaller of
@@ -120,6 +125,13 @@ class CostParams:
     #: accumulator ran 11-13% faster with 4 warps than with 8, with K tiles of 64 and of 128; a 128x256 one needs 8)
     contract_elems_per_thread: int = 64
     max_warps: int = 8                        # most warps of one program (bound into its launch resources)
+    #: resident warps per SM that issue its ALU/SFU work at peak (2 per scheduler of an H100/H200 SM); fitted on
+    #: H100 warp sweeps of lone looped-statistic programs (2026-12-06: BatchNorm2d, one 4096-member program per SM,
+    #: 4 warps 0.380 ms, 8 warps 0.195 ms; GroupNorm(8), 1024 members, 1 warp 0.066 ms, 4 warps 0.027 ms)
+    issue_warps: int = 8
+    #: a program without matrix work takes more warps than its footprint needs only if the model's time drops by
+    #: more than this fraction (otherwise the fewer warps, which leave registers and SM slots to other programs)
+    more_warps_gain: float = 0.02
     base_registers: int = 32                  # addresses, indices, loop state per thread
     register_granularity: int = 8             # registers are allocated in multiples of this per thread
     pipeline_stages: int = 3                  # buffered copies of contract operands; latency overlap in loops
@@ -1194,6 +1206,29 @@ class CostModel:
             warps = min(self.max_warps, _next_pow2(elems / (self.warp * cp.elems_per_thread)) if elems else 1)
         if mma:
             warps = min(self.max_warps, max(warps, int(getattr(t, "matrix_unit_warps", 1) or 1)))
+            return self._timed(groups, programs, total_p, warps, peak, smem, issue_bound=False)
+        # a program without matrix work may take more warps than its footprint needs where too few warps share an
+        # SM to issue its ALU work at peak (`_timed`'s issue factor): the fewest warps within `more_warps_gain` of
+        # the best time win. A kernel whose SMs already hold `issue_warps` warps keeps its footprint warps: more
+        # warps there change only the programs per SM, and the model's in-wave L2 reuse then favours fewer
+        # resident programs, which measured 1.5x-2.3x slower (H100 2026-12-06, softmax/layernorm/cumsum rows)
+        best = self._timed(groups, programs, total_p, warps, peak, smem)
+        if best.legal and warps * min(best.programs_per_sm, programs / min(programs, self.sms)) >= cp.issue_warps:
+            return best
+        w = warps * 2
+        while w <= self.max_warps:
+            alt = self._timed(groups, programs, total_p, w, peak, smem)
+            if alt.legal and (not best.legal or alt.total < best.total * (1.0 - cp.more_warps_gain)):
+                best = alt
+            w *= 2
+        return best
+
+    def _timed(self, groups: list[Group], programs: int, total_p: int, warps: int, peak: float,
+               smem: int, issue_bound: bool = True) -> CostBreakdown:
+        """The modelled time of these execution groups launched as ``programs`` programs of ``warps`` warps.
+        ``issue_bound``: their ALU/SFU work is issued at the resident warps' share of the SM's peak (not for a
+        program with tensor-core work: its warps are sized by its accumulator, calibrated without this term)."""
+        t, cp = self.target, self.cp
         threads = warps * self.warp
         regs = int(math.ceil(peak / threads)) + cp.base_registers
         regs = _ceil_div(regs, cp.register_granularity) * cp.register_granularity
@@ -1229,8 +1264,13 @@ class CostModel:
         steps_avg = steps / total_p if total_p else 0.0
         t_dram = dram / self.bw
         t_l2 = traffic / self.l2_bw
-        t_alu = alu / self.fma32 + alu64 / self.fma64
-        t_sfu = sfu / self.sfu
+        # ALU and special-function work is issued by the resident warps: an SM issues at its peak only with
+        # `issue_warps` warps resident (2 per scheduler); fewer (a lone program of few warps per SM) issue a
+        # proportional share (H100 sweeps, docs/perf.md "Warps for programs alone on an SM")
+        resident = warps * min(float(ppsm), programs / min(programs, self.sms))
+        issue = max(1.0, cp.issue_warps / resident) if issue_bound else 1.0
+        t_alu = (alu / self.fma32 + alu64 / self.fma64) * issue
+        t_sfu = sfu / self.sfu * issue
         terms = {"dram": t_dram, "l2": t_l2, "tensor": t_tensor, "alu": t_alu, "sfu": t_sfu}
         bound = max(terms, key=terms.get)
         roof = quant * terms[bound]

@@ -1,7 +1,8 @@
 """Choose a program's launch resources (threads per program, pipeline stages, index width) from the cost model.
 
 The cost model already decides how many warps a program needs (its largest fragment over ``elems_per_thread``
-members per thread, at most ``CostParams.max_warps``) and costs registers, occupancy and shared memory with that
+members per thread, at most ``CostParams.max_warps``; more where few programs share an SM and the extra warps
+issue its ALU work faster, ``CostParams.issue_warps``) and costs registers, occupancy and shared memory with that
 choice (``pipeline_stages`` buffered copies of every contract's operands). The program must then be launched the
 way it was costed: this module returns the same numbers as the kernel's
 :class:`~intent_eqsat.providers.launch_resources.LaunchResources`, a provider-local binding the optimizer hands on

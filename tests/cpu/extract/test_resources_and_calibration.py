@@ -94,6 +94,23 @@ def test_different_footprints_get_different_warps():
     assert narrow.threads < wide.threads
 
 
+def test_a_program_alone_on_its_sm_takes_the_warps_that_issue_its_work():
+    """One program of a few warps per SM issues its ALU work from few schedulers (``CostParams.issue_warps``): the
+    same row program launched over 64 rows (one program per SM) takes more warps than over 32768 rows (SMs full of
+    programs), where the footprint's warps are kept; without the issue term both keep the footprint's warps."""
+    from intent_eqsat.extract.cost import CostParams
+    kernel = _optimized(SOFTMAX, {"M": 32768, "N": 1024}).kernels["softmax_f32"].kernel
+    many = estimate(kernel, SM90, {"M": 32768, "N": 1024})
+    few = estimate(kernel, SM90, {"M": 64, "N": 1024})
+    assert few.programs == 64 and many.programs == 32768
+    assert many.warps < few.warps == 8
+    flat = CostParams(issue_warps=1)
+    assert estimate(kernel, SM90, {"M": 64, "N": 1024}, cost_params=flat).warps == many.warps
+    # the few-program time of the footprint's warps is the dearer one the model turned down
+    footprint = CostParams(more_warps_gain=1.0)
+    assert estimate(kernel, SM90, {"M": 64, "N": 1024}, cost_params=footprint).total > few.total
+
+
 def test_launch_resources_are_not_part_of_the_program_text():
     """SPEC IR-11: pipeline stages and tuning winners are not in the common IR. The printed program holds no
     resources, and a file that still writes them is refused where it says so."""
