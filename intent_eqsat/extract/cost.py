@@ -14,8 +14,9 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                    FMA/ALU flops (2 per lane-op, f32 and f64 pipes), special-function ops, load steps
     loops:         body x trip count (trip = ceil((ub - lb) / step) from the LaunchExpr bounds at ``sizes``)
     footprint:     warps = clamp(pow2(ceil(max fragment elements / (warp_size * elems_per_thread))), 1, max_warps)
-                   (a program without tensor-core work may take more, up to max_warps, where that lowers the
-                   time below by more than ``more_warps_gain``: where few programs share an SM, see t_alu)
+                   (a program without tensor-core work may take more, up to max_warps and its largest fragment's
+                   lanes, where the issue factor below lowers its time by more than ``more_warps_gain``; the
+                   factor picks warps only: the kernel's cost is the time without it, see ``finish``)
                    (in a program that accumulates a tensor-core contract: its largest accumulator over
                    contract_elems_per_thread, at least the target's matrix_unit_warps; the operand tiles are
                    staged through shared memory)
@@ -37,10 +38,11 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                    t_l2   = bytes / (l2_bytes_per_clock_per_sm * sm_count * clock_hz)
                    t_tensor = sum flops / peak.tensor(operand dtype, precision)  (or the FMA pipe if the matrix
                               unit does not take the operands or an extent is below ``min_mma_extent``)
-                   t_alu  = alu flops / peak.fma_f32 (+ f64 flops / peak.fma_f64);  t_sfu = sfu ops / peak.sfu,
-                            both x max(1, issue_warps / resident warps per SM) in a program without tensor-core
-                            work (resident: warps x
-                            min(programs_per_sm, P / min(P, sm_count))): an SM issues at peak only from enough warps
+                   t_alu  = alu flops / peak.fma_f32 (+ f64 flops / peak.fma_f64);  t_sfu = sfu ops / peak.sfu
+                            (when choosing the warps of a program without tensor-core work: both x max(1,
+                            issue_warps / resident warps per SM), resident = warps, at most the largest fragment's
+                            elements / warp_size, x min(programs_per_sm, P / min(P, sm_count)): an SM issues at
+                            peak only from enough warps)
                    t_latency = waves * steps * memory_latency_s / pipeline_stages
                    roof   = q * max(t_dram, t_l2, t_tensor, t_alu, t_sfu)
                    total  = max(roof, t_latency) + w * (the other terms, q-scaled, and the smaller of
@@ -99,7 +101,7 @@ Simplifications (calibration, issue 7, tunes :class:`CostParams`):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable, Mapping
 
 from intent_eqsat.ir import launch as L
@@ -1209,19 +1211,27 @@ class CostModel:
             return self._timed(groups, programs, total_p, warps, peak, smem, issue_bound=False)
         # a program without matrix work may take more warps than its footprint needs where too few warps share an
         # SM to issue its ALU work at peak (`_timed`'s issue factor): the fewest warps within `more_warps_gain` of
-        # the best time win. A kernel whose SMs already hold `issue_warps` warps keeps its footprint warps: more
-        # warps there change only the programs per SM, and the model's in-wave L2 reuse then favours fewer
-        # resident programs, which measured 1.5x-2.3x slower (H100 2026-12-06, softmax/layernorm/cumsum rows)
+        # the best issue-aware time win. The kernel's cost stays the footprint's time, without the issue factor:
+        # the term decides a program's warps but not yet the ranking of programs. Ranked with it, unsized compiles
+        # (every symbol at `default_size`) turned blocked 1-D kernels into one element per program (stencil3,
+        # histogram: 32 one-warp programs against 1024 scalar ones, within 1%), and two user norms took other
+        # tiles that ran 0.84x-0.94x (H100 2026-12-06). A kernel whose SMs already hold `issue_warps` warps keeps
+        # its footprint warps: more warps there change only the programs per SM (the model's in-wave L2 reuse then
+        # favoured fewer resident programs, measured 1.5x-2.3x slower: softmax/layernorm/cumsum rows).
+        plain = self._timed(groups, programs, total_p, warps, peak, smem, issue_bound=False)
+        if not plain.legal or warps * min(plain.programs_per_sm, programs / min(programs, self.sms)) >= cp.issue_warps:
+            return plain
         best = self._timed(groups, programs, total_p, warps, peak, smem)
-        if best.legal and warps * min(best.programs_per_sm, programs / min(programs, self.sms)) >= cp.issue_warps:
-            return best
         w = warps * 2
-        while w <= self.max_warps:
+        while w <= min(self.max_warps, max(warps, _next_pow2(elems / self.warp))):
             alt = self._timed(groups, programs, total_p, w, peak, smem)
-            if alt.legal and (not best.legal or alt.total < best.total * (1.0 - cp.more_warps_gain)):
+            if alt.legal and alt.total < best.total * (1.0 - cp.more_warps_gain):
                 best = alt
             w *= 2
-        return best
+        if best.warps == warps:
+            return plain
+        return replace(plain, warps=best.warps, registers_per_thread=best.registers_per_thread,
+                       programs_per_sm=best.programs_per_sm, slots=best.slots, occupancy=best.occupancy)
 
     def _timed(self, groups: list[Group], programs: int, total_p: int, warps: int, peak: float,
                smem: int, issue_bound: bool = True) -> CostBreakdown:
@@ -1267,7 +1277,10 @@ class CostModel:
         # ALU and special-function work is issued by the resident warps: an SM issues at its peak only with
         # `issue_warps` warps resident (2 per scheduler); fewer (a lone program of few warps per SM) issue a
         # proportional share (H100 sweeps, docs/perf.md "Warps for programs alone on an SM")
-        resident = warps * min(float(ppsm), programs / min(programs, self.sms))
+        # (a warp beyond the largest fragment's lanes only repeats its scalar work: it issues no share of it)
+        elems = max(g.elems for g in groups)
+        useful = min(warps, max(1, _ceil_div(int(elems), self.warp)))
+        resident = useful * min(float(ppsm), programs / min(programs, self.sms))
         issue = max(1.0, cp.issue_warps / resident) if issue_bound else 1.0
         t_alu = (alu / self.fma32 + alu64 / self.fma64) * issue
         t_sfu = sfu / self.sfu * issue

@@ -11,9 +11,11 @@ import pytest
 
 from intent_eqsat import ir, kir
 from intent_eqsat.construct import construct
+from intent_eqsat.extract.cost import RooflineCost
 from intent_eqsat.ir.core import CompileOptions
 from intent_eqsat.kir.inputs import random_inputs
 from intent_eqsat.optimizer import Limits, optimize
+from intent_eqsat.providers.targets import SM90
 from tests.cpu.rules.reference import assert_matches_reference, iv_dependent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -232,7 +234,7 @@ def test_blocked_through_the_blocking_group():
     iterations, with time only as a far safety net (blocking must finish lifting on a loaded machine)."""
     module = kir.parse(CAUSAL_SUM)
     res = optimize(construct(module), target="sm90", rulebooks=[NARROWING, "blocking"],
-                   limits=Limits(max_iterations=200))
+                   limits=Limits(max_iterations=200), cost=RooflineCost(SM90, {"M": 16384, "N": 16384}))
     k = res.program.kernels[0]
     ir.verify(res.program)
     assert str(k.space.segments[0].extents[0]).startswith("ceil_div("), "blocking did not lift the kernel"
