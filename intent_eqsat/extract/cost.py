@@ -1208,7 +1208,7 @@ class CostModel:
             warps = min(self.max_warps, _next_pow2(elems / (self.warp * cp.elems_per_thread)) if elems else 1)
         if mma:
             warps = min(self.max_warps, max(warps, int(getattr(t, "matrix_unit_warps", 1) or 1)))
-            return self._timed(groups, programs, total_p, warps, peak, smem, issue_bound=False)
+            return self._timed(groups, programs, total_p, warps, peak, smem, elems, issue_bound=False)
         # a program without matrix work may take more warps than its footprint needs where too few warps share an
         # SM to issue its ALU work at peak (`_timed`'s issue factor): the fewest warps within `more_warps_gain` of
         # the best issue-aware time win. The kernel's cost stays the footprint's time, without the issue factor:
@@ -1218,23 +1218,31 @@ class CostModel:
         # tiles that ran 0.84x-0.94x (H100 2026-12-06). A kernel whose SMs already hold `issue_warps` warps keeps
         # its footprint warps: more warps there change only the programs per SM (the model's in-wave L2 reuse then
         # favoured fewer resident programs, measured 1.5x-2.3x slower: softmax/layernorm/cumsum rows).
-        plain = self._timed(groups, programs, total_p, warps, peak, smem, issue_bound=False)
-        if not plain.legal or warps * min(plain.programs_per_sm, programs / min(programs, self.sms)) >= cp.issue_warps:
+        plain = self._timed(groups, programs, total_p, warps, peak, smem, elems, issue_bound=False)
+        if not plain.legal or self._resident_warps(warps, elems, plain.programs_per_sm, programs) >= cp.issue_warps:
             return plain
-        best = self._timed(groups, programs, total_p, warps, peak, smem)
+        best = self._timed(groups, programs, total_p, warps, peak, smem, elems)
         w = warps * 2
         while w <= min(self.max_warps, max(warps, _next_pow2(elems / self.warp))):
-            alt = self._timed(groups, programs, total_p, w, peak, smem)
+            alt = self._timed(groups, programs, total_p, w, peak, smem, elems)
             if alt.legal and alt.total < best.total * (1.0 - cp.more_warps_gain):
                 best = alt
             w *= 2
         if best.warps == warps:
             return plain
+        # launched with best's warps: its resource and occupancy fields; plain's times and total
         return replace(plain, warps=best.warps, registers_per_thread=best.registers_per_thread,
-                       programs_per_sm=best.programs_per_sm, slots=best.slots, occupancy=best.occupancy)
+                       programs_per_sm=best.programs_per_sm, slots=best.slots, waves=best.waves,
+                       quantization=best.quantization, occupancy=best.occupancy)
+
+    def _resident_warps(self, warps: int, elems: float, programs_per_sm: int, programs: int) -> float:
+        """Warps per SM that issue a program's work: its warps, at most its largest fragment's lanes (a warp past
+        them repeats the scalar work and issues no share of it), times the programs resident on one SM."""
+        useful = min(warps, max(1, _ceil_div(int(elems), self.warp)))
+        return useful * min(float(programs_per_sm), programs / min(programs, self.sms))
 
     def _timed(self, groups: list[Group], programs: int, total_p: int, warps: int, peak: float,
-               smem: int, issue_bound: bool = True) -> CostBreakdown:
+               smem: int, elems: float, issue_bound: bool = True) -> CostBreakdown:
         """The modelled time of these execution groups launched as ``programs`` programs of ``warps`` warps.
         ``issue_bound``: their ALU/SFU work is issued at the resident warps' share of the SM's peak (not for a
         program with tensor-core work: its warps are sized by its accumulator, calibrated without this term)."""
@@ -1277,11 +1285,7 @@ class CostModel:
         # ALU and special-function work is issued by the resident warps: an SM issues at its peak only with
         # `issue_warps` warps resident (2 per scheduler); fewer (a lone program of few warps per SM) issue a
         # proportional share (H100 sweeps, docs/perf.md "Warps for programs alone on an SM")
-        # (a warp beyond the largest fragment's lanes only repeats its scalar work: it issues no share of it)
-        elems = max(g.elems for g in groups)
-        useful = min(warps, max(1, _ceil_div(int(elems), self.warp)))
-        resident = useful * min(float(ppsm), programs / min(programs, self.sms))
-        issue = max(1.0, cp.issue_warps / resident) if issue_bound else 1.0
+        issue = max(1.0, cp.issue_warps / self._resident_warps(warps, elems, ppsm, programs)) if issue_bound else 1.0
         t_alu = (alu / self.fma32 + alu64 / self.fma64) * issue
         t_sfu = sfu / self.sfu * issue
         terms = {"dram": t_dram, "l2": t_l2, "tensor": t_tensor, "alu": t_alu, "sfu": t_sfu}

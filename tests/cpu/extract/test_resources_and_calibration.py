@@ -111,6 +111,49 @@ def test_a_program_alone_on_its_sm_takes_the_warps_that_issue_its_work():
     assert footprint.warps == many.warps and footprint.total == few.total
 
 
+_BLOCKED_COPY = """
+module target "sm90" {{
+  kernel @k origin k {{
+    abi {{
+      %X: view<f32, [N]> read
+      %Y: view<f32, [N]> write
+    }}
+    space {{
+      segment [ceil_div(N, {t})] order row_major
+    }}
+    body (%pid: index) {{
+      execution_group(%pid) {{segment = 0}} (%v0: index) {{
+        %v1 = launch() {{expr = $({t})}} : index
+        %v2 = mul(%v0, %v1) : index
+        %v3 = broadcast(%v2) {{dims = []}} : frag<index, [{t}] axes [b0]>
+        %v4 = range() : frag<index, [{t}] axes [b0]>
+        %v5 = add(%v3, %v4) : frag<index, [{t}] axes [b0]>
+        %v6 = launch() {{expr = $(N)}} : index
+        %v7 = broadcast(%v6) {{dims = []}} : frag<index, [{t}] axes [b0]>
+        %v8 = cmp(%v5, %v7) {{pred = lt}} : frag<i1, [{t}] axes [b0]>
+        %v9 = load(%X, %v5, %v8) {{fill = 0.0, valid = true}} : frag<f32, [{t}] axes [b0]>
+        %v10 = add(%v9, %v9) : frag<f32, [{t}] axes [b0]>
+        store(%Y, %v5, %v10, %v8) {{valid = true}}
+        yield()
+      }}
+      yield()
+    }}
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("tile, warps", [(32, 1), (128, 4), (1024, 8)])
+def test_extra_warps_count_only_up_to_the_fragment_lanes(tile, warps):
+    """32 programs alone on their SMs (N = 32 tiles): a warp past the fragment's lanes would only repeat its
+    work, so with any gain accepted (``more_warps_gain = 0``) a 32-member tile keeps one warp, a 128-member one
+    takes four, a 1024-member one the most (8)."""
+    from intent_eqsat.extract.cost import CostParams
+    module = parse_module(_BLOCKED_COPY.format(t=tile))
+    b = estimate(module.kernels[0], SM90, {"N": 32 * tile}, cost_params=CostParams(more_warps_gain=0.0))
+    assert b.legal and b.programs == 32 and b.warps == warps
+
+
 def test_launch_resources_are_not_part_of_the_program_text():
     """SPEC IR-11: pipeline stages and tuning winners are not in the common IR. The printed program holds no
     resources, and a file that still writes them is refused where it says so."""
