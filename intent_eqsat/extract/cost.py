@@ -1158,10 +1158,7 @@ class CostModel:
                 r = regs[0]
                 trip = self.trip_count(nid)
                 work = work.scale(trip) + self._sync_steps(r.body, trip).scale(trip)
-                # a loop started from an enclosing loop's carried value continues it in the same registers (a nest
-                # of one reduction: a lane accumulator carried through three loops is one tile, not three)
-                inits = self._list(self._child_class(nid, st.vals_index))[3:]
-                carried = sum(x.words for x, c in zip(st.results, inits) if not self._is_carried_arg(c))
+                carried = sum(x.words for x in st.results)
                 peak = max(peak, carried + r.peak)
             elif name == "while":
                 n = float(self.cp.default_size)
