@@ -43,10 +43,7 @@ What the model computes (per kernel; ``P`` programs, per-program work ``w``, all
                             issue_warps / resident warps per SM), resident = warps, at most the largest fragment's
                             elements / warp_size, x min(programs_per_sm, P / min(P, sm_count)): an SM issues at
                             peak only from enough warps)
-                   t_latency = waves * steps * memory_latency_s / pipeline_stages; a loop of more than one trip
-                            whose body holds a cross-warp ``reduce`` (more reduced members than one warp holds
-                            along them, 32 lanes x one 16-byte vector) counts its load steps pipeline_stages times:
-                            the barrier of each step keeps the next step's loads from being issued early
+                   t_latency = waves * steps * memory_latency_s / pipeline_stages
                    roof   = q * max(t_dram, t_l2, t_tensor, t_alu, t_sfu)
                    total  = max(roof, t_latency) + w * (the other terms, q-scaled, and the smaller of
                             roof / t_latency)   (imperfect overlap; also breaks ties), w = overlap_penalty, or
@@ -212,10 +209,8 @@ def illegal(reason: str) -> CostBreakdown:
 # ---------------------------------------------------------------------------------------------------- work
 
 # vector slots of a Work
-#: SYNC counts the cross-warp reductions (a shared-memory round trip and a barrier each): only whether a loop body
-#: holds one is read (``CostModel._sync_steps``)
-TRAFFIC, WRITES, TFLOPS, ALU, ALU64, SFU, T_TENSOR, STEPS, SYNC = range(9)
-_NV = 9
+TRAFFIC, WRITES, TFLOPS, ALU, ALU64, SFU, T_TENSOR, STEPS = range(8)
+_NV = 8
 _ZV = (0.0,) * _NV
 
 
@@ -851,17 +846,6 @@ class CostModel:
         self._static_memo[nid] = hit
         return hit
 
-    def _cross_warp(self, src: "_TyInfo", attrs: Mapping) -> bool:
-        """Whether a ``reduce`` over ``src`` combines lanes of several warps: its reduced members outnumber what one
-        warp holds along them (32 lanes x one 16-byte vector each; Triton lays warps along the contiguous axis first),
-        so the reduction goes through shared memory behind a barrier."""
-        if not src.is_fragment:
-            return False
-        axes = attrs.get("axes", ())
-        members = math.prod(src.extents[a] for a in axes if a < len(src.extents)) if axes else src.elems
-        per_lane = max(1, 16 // _mem_bytes(src.dtype or "f32"))
-        return members > self.warp * per_lane
-
     def _lanes(self, elems: int) -> float:
         return float(max(elems, self.warp))
 
@@ -976,8 +960,6 @@ class CostModel:
             n_comp = max(1, len(operands) if name in ("reduce", "scan") else 1)
             factor = {"reduce": 1.0, "scan": 2.0, "argreduce": 2.0, "histogram": 2.0}[name]
             work = self._alu(self._lanes(src.elems) * n_comp * factor, src.dtype)
-            if name == "reduce" and self._cross_warp(src, attrs):
-                work = work + _work(sync=1.0)
             return work, peak + src.words, max(elems, src.elems if src.is_fragment else 0), 0.0, None
         return self._alu(self._lanes(out_elems), out_dtype), peak, elems, 0.0, None
 
@@ -1045,17 +1027,6 @@ class CostModel:
         # no matrix-unit form: a legal FMA expansion (operands in registers, staged through shared memory when tiled)
         w = _work(alu64=flops) if ad == "f64" else _work(alu=flops)
         return w, max(own_peak, lhs.words + rhs.words), elems, smem, None
-
-    def _sync_steps(self, body: Work, trip: float) -> Work:
-        """A loop body's work with its load steps counted ``pipeline_stages`` times when it also holds a cross-warp
-        reduction: the barrier of each iteration's reduction keeps the next iteration's loads from being issued
-        early, so every step waits the whole memory latency (H100 2026-12-06: BatchNorm2d's statistic loops, a
-        per-step ``tl.reduce`` 0.196 ms, the member tiles added into a carried tile and reduced once 0.150 ms at
-        8 warps; docs/perf.md). One trip overlaps nothing in either form."""
-        v = body.v
-        if trip <= 1.0 or v[SYNC] <= 0.0 or v[STEPS] <= 0.0:
-            return body
-        return body + _work(steps=v[STEPS] * (self.cp.pipeline_stages - 1))
 
     # ----------------------------------------------------------------------------------------- proxies
     def proxy(self, w: Work) -> float:
@@ -1157,7 +1128,7 @@ class CostModel:
             if name == "for":
                 r = regs[0]
                 trip = self.trip_count(nid)
-                work = work.scale(trip) + self._sync_steps(r.body, trip).scale(trip)
+                work = work.scale(trip) + r.body.scale(trip)
                 carried = sum(x.words for x in st.results)
                 peak = max(peak, carried + r.peak)
             elif name == "while":
