@@ -652,6 +652,12 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         ranked = _ranked_after_early_groups(decoded, ranked, module_for_binding, finish, lambda k: cost_at(k, {}))
     ranked = ranked[:8]
     best_cost, best = ranked[0]
+    # the runner-up binding's launched program (bound, its early groups run), whose terms the report shows beside
+    # the pick's; made before the pick's own groups run, so those are the last post-extraction groups to run
+    from intent_eqsat.extract.cost import RooflineCost
+    runner = next((b for c, b in ranked[1:] if math.isfinite(c)), None)
+    runner_bound = (finish(TILES.bind(decoded, runner, module_for_binding), early=True)
+                    if runner is not None and isinstance(cost, RooflineCost) and n_candidates > 0 else None)
 
     def on_pass(group: P.PassGroup, before: Kernel, after: Kernel, seconds: float) -> None:
         """Verify and report one post-extraction group (SPEC PASS-2: after each group the program is verified,
@@ -700,7 +706,6 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
     _phase(phases, "candidates", t)
     # the roofline model's terms of the bound pick and of the best other binding of the same program (the model
     # that ranked the bindings); a cost of the caller's own gives its own breakdown of the extraction
-    from intent_eqsat.extract.cost import RooflineCost
     if isinstance(cost, RooflineCost) and math.isfinite(best_cost):
         terms_at = _binding_breakdown(cost, target, tile_defaults)
         # the programs the ranking priced: bound, after the groups that run before the launch resources (a
@@ -709,7 +714,8 @@ def _optimize_kernel(kernel: Kernel, program: Module, *, target: str, options: C
         res.breakdown = terms_at(tiled, {})
         for c in res.candidates:
             if c.term is term and c.params is not None and math.isfinite(c.cost):
-                c.breakdown = terms_at(finish(TILES.bind(decoded, c.params, module_for_binding), early=True), {})
+                if runner_bound is not None and c.params == runner:
+                    c.breakdown = terms_at(runner_bound, {})
                 break
     else:
         res.breakdown = _breakdown(ext_cost, export, choice, export.root)
