@@ -1,6 +1,7 @@
 """Operators as PyTorch users write them -- forward scans over long rows and reverse (suffix) scans (issue 27
-item 4), pools of rank 2 and 3 (item 5), norms whose statistics reduce over several or non-last axes (item 3) --
-checked and timed beside eager PyTorch and torch.compile on one GPU in one run.
+item 4), pools of rank 2 and 3 (item 5), norms whose statistics reduce over several or non-last axes (item 3), and
+statistics of a contraction's result (a softmax, LayerNorm, logsumexp or BatchNorm after a linear layer; issue 26
+item 6) -- checked and timed beside eager PyTorch and torch.compile on one GPU in one run.
 
 PyTorch has no reverse cumsum: users write ``torch.flip(torch.cumsum(torch.flip(x, [d]), d), [d])`` (and the same
 for cumprod / cummax), which is the anchor for the scans; the pools' anchors are ``F.max_pool3d`` /
@@ -90,6 +91,13 @@ def _affine_input(t, shape: tuple, channels: int):
             0.1 * t.randn(channels, device="cuda"), 1e-5)
 
 
+def _linear_layernorm_input(t, s: dict) -> tuple:
+    """bf16 activations and an ``nn.Linear`` weight ``[N, K]``, a LayerNorm's bf16 scale and shift, eps."""
+    n, k = s["N"], s["K"]
+    return (t.randn(s["M"], k, device="cuda").bfloat16(), (t.randn(n, k, device="cuda") / k ** 0.5).bfloat16(),
+            (1.0 + 0.1 * t.randn(n, device="cuda")).bfloat16(), (0.1 * t.randn(n, device="cuda")).bfloat16(), 1e-5)
+
+
 #: the shape "before / after" is timed at: FULL = the case's own shape (forward scans, whose old program finishes)
 FULL = "full"
 
@@ -161,6 +169,28 @@ CASES = {
     "center_columns_f32": ({"M": 8192, "N": 4096}, {"M": 1024, "N": 512},
                            lambda t, s: t.randn(s["M"], s["N"], device="cuda"), "float32",
                            lambda t: _norm(t, "center")),
+    # issue 26 item 6: statistics of a contraction's result (a norm or softmax after a linear layer)
+    "linear_softmax_f32": ({"M": 4096, "K": 512, "N": 1024}, FULL,
+                           lambda t, s: (t.randn(s["M"], s["K"], device="cuda"),
+                                         t.randn(s["K"], s["N"], device="cuda") / s["K"] ** 0.5), "float32",
+                           lambda t: (lambda X, W: t.softmax(X @ W, -1))),
+    "linear_layernorm_bf16": ({"M": 8192, "K": 1024, "N": 768}, FULL, _linear_layernorm_input, "bfloat16",
+                              lambda t: (lambda X, w, g, b, eps: t.nn.functional.layer_norm(
+                                  X @ w.t(), (w.shape[0],), g, b, eps))),
+    "logits_logsumexp_f32": ({"M": 4096, "K": 768, "N": 1000}, FULL,
+                             lambda t, s: (t.randn(s["M"], s["K"], device="cuda"),
+                                           t.randn(s["K"], s["N"], device="cuda") / s["K"] ** 0.5,
+                                           t.randn(s["N"], device="cuda")), "float32",
+                             lambda t: (lambda H, W, b: t.logsumexp(H @ W + b, -1))),
+    "linear_batchnorm_f32": ({"M": 2048, "K": 512, "N": 384}, FULL,
+                             lambda t, s: (t.randn(s["M"], s["K"], device="cuda"),
+                                           t.randn(s["K"], s["N"], device="cuda"), 1e-5), "float32",
+                             lambda t: (lambda X, W, eps: t.nn.functional.batch_norm(
+                                 X @ W, None, None, training=True, eps=eps))),
+    "bmm_softmax_bf16": ({"B": 32, "S": 512, "T": 512, "D": 64}, FULL,
+                         lambda t, s: (t.randn(s["B"], s["S"], s["D"], device="cuda").bfloat16(),
+                                       t.randn(s["B"], s["T"], s["D"], device="cuda").bfloat16()), "bfloat16",
+                         lambda t: (lambda Q, K: t.softmax((Q @ K.transpose(-1, -2)).float(), -1).to(Q.dtype))),
     "maxpool3d_f32": ({"N": 8, "C": 64, "D": 32, "H": 64, "W": 64}, None,
                       lambda t, s: t.randn(s["N"], s["C"], s["D"], s["H"], s["W"], device="cuda"), "float32",
                       lambda t: _pool(t.nn.functional, "max_pool3d", 2)),

@@ -15,9 +15,12 @@ the accumulator dtype (same-dtype add reduction of a multiply), ``a`` a load ove
 each load is the loop's induction variable or reads no argument of the loop's region (``KLift``: computed on
 demand, ``KFree``), in any position and number (``A[k, m]``, ``B[n, k]``, leading batch coordinates on one side
 or both, a factor that does not read ``k``); the loop steps by one (every member is summed once). ``contraction.contract_loop_t_*``: the same with an
-accumulator over ``(b0, b2)`` (a score tile of ``online_tiles``: rows by keys) and ``b`` a load over ``b2`` whose
-*last* coordinate is the induction variable (``B[.., n, k]``: attention's ``K[j, d]``), up to two leading uniform
-coordinates on each operand. ``contraction.operand_cast``: both operands are
+accumulator over ``(b0, b2)`` (a score tile of ``online_tiles``: rows by keys; a row statistic's member tile) and
+``b`` a load over ``b2`` whose *last* coordinate is the induction variable (``B[.., n, k]``: attention's ``K[j, d]``),
+up to two leading uniform coordinates on each operand; ``contraction.contract_loop_t{0,1}_<layout>_*`` (issue 26
+item 6): the other layouts a linear layer gives a statistic's member tile -- ``W[k, n]`` over ``b2`` for a row
+statistic, an accumulator over ``(b1, b2)`` for a column statistic (``W`` over ``b1``, ``X[m, k]`` over the member
+tile ``b2``, the member written ``X * W``). ``contraction.operand_cast``: both operands are
 f16 (or both bf16) widened to an f32 accumulator (their products are exact in f32, so the contract computes the
 same sums), or both i8 widened to i32 (products exact; the i32 sum wraps like the IR's). ``contraction.fp32_*``:
 the compile option ``fp32_contract`` is tf32 / bf16x3 (fact ``OptFp32Contract``) and the target's matrix unit
@@ -316,7 +319,33 @@ def _contract_loop_transposed_rules() -> list:
     """``for k step 1: acc + a(k) * b(k)`` with the accumulator over ``(b0, b2)`` (a score tile: rows by keys,
     ``rulebooks.online_tiles``) and ``b`` read as ``B[.., n, k]`` (the reduction coordinate last: attention's
     ``K[j, d]``) -> a K-tiled contract whose right operand tile is ``[TN, TK]``, contracted along its axis 1 (the
-    reduction tile's axis is ``b3``)."""
+    reduction tile's axis is ``b3``).
+
+    The same over a row or column statistic's member tile (issue 26 item 6): a statistic of a contraction's result
+    (``max(n: sum(k: X[m, k] * W[k, n]))``: a softmax, LayerNorm or logsumexp after a linear layer; ``sum(m: ..)``:
+    a BatchNorm over its rows) blocked over ``TILE_R`` members lifts its member's nested sum as one loop whose
+    accumulator is ``[T0, TR]`` over ``(b0, b2)`` or ``[T1, TR]`` over ``(b1, b2)``
+    (``reduction.lift_nested_loop_r``); either operand may read ``k`` before or after its own coordinate
+    (``X @ W``, ``X @ W.T``, ``W.T @ X``), each read in place. Explicit layouts, not the coordinate lift
+    (``KLift``) of ``contract_loop_c*``: its demands over every statistic's member tile doubled an attention
+    kernel's compile time (the contraction group 2 s -> 15 s)."""
+    R = []
+    for rows_axis, a_kfirst, b_kfirst in _MEMBER_TILE_FORMS:
+        R += _member_tile_contract_rules(rows_axis, a_kfirst, b_kfirst)
+    return R
+
+
+#: (the accumulator's row axis, A reads k before its row coordinate, B reads k before its member coordinate): the
+#: attention scores ``Q[.., i, d] * K[.., j, d]``; a row statistic of ``X[m, k] * W[k, n]`` (``X @ W``; ``X @ W.T``
+#: is the first form); a column statistic of ``X @ W`` (``W[k, n]`` over the columns, ``X[m, k]`` over the member
+#: tile) and of ``X @ W.T``. Each form is 6 rules searched on every iteration (~0.8 s a form on an attention kernel),
+#: so only the layouts a linear layer gives, not all eight
+_MEMBER_TILE_FORMS = (("b0", False, False), ("b0", False, True), ("b1", True, False), ("b1", False, False))
+
+
+def _member_tile_contract_rules(rows_axis: str, a_kfirst: bool, b_kfirst: bool) -> list:
+    """The contract rules of one accumulator axis (``rows_axis`` by ``b2``) and one pair of operand layouts
+    (``a_kfirst``: ``A[.., k, m]``, else ``A[.., m, k]``; the same for ``B``)."""
     R = []
     dt = var("dt", String)
     lb, ub, st, x0, y, va, vb, rows, cols = vars_("lb ub st x0 y va vb rows cols", Val)
@@ -327,32 +356,42 @@ def _contract_loop_transposed_rules() -> list:
     adt, bdt = vars_("adt bdt", String)
     d = var("d", i64)
     t0, tn = vars_("t0 tn", LE)
-    ty = _frag(dt, [t0, tn], ["b0", "b2"])
+    ty = _frag(dt, [t0, tn], [rows_axis, "b2"])
     iv = Val.arg(d, 0, INDEX)
     acc = Val.arg(d, 1, ty)
-    ka = Val.op("broadcast", P.vals(iv), ka_m, _frag("index", [t0], ["b0"]))
+    ka = Val.op("broadcast", P.vals(iv), ka_m, _frag("index", [t0], [rows_axis]))
     kb = Val.op("broadcast", P.vals(iv), kb_m, _frag("index", [tn], ["b2"]))
     tkle = LE.sym(TILE_K)
-    kc, kt = _k_tile(iv, ub, "b3")                  # b2 is the key tile's axis here
-    a_ix, b_ix = _frag("index", [t0, tkle], ["b0", "b3"]), _frag("index", [tn, tkle], ["b2", "b3"])
-    a_i1, b_i1 = _frag("i1", [t0, tkle], ["b0", "b3"]), _frag("i1", [tn, tkle], ["b2", "b3"])
+    kc, kt = _k_tile(iv, ub, "b3")                  # b2 is the member tile's axis here
+    a_ix, b_ix = _frag("index", [t0, tkle], [rows_axis, "b3"]), _frag("index", [tn, tkle], ["b2", "b3"])
+    a_i1, b_i1 = _frag("i1", [t0, tkle], [rows_axis, "b3"]), _frag("i1", [tn, tkle], ["b2", "b3"])
     a_valid = Val.op("and", P.vals(_bcast(va, [0], a_i1), _bcast(kt, [1], a_i1)), AMap.nil(), a_i1)
     b_valid = Val.op("and", P.vals(_bcast(vb, [0], b_i1), _bcast(kt, [1], b_i1)), AMap.nil(), b_i1)
+
+    def ordered(own, k, kfirst: bool) -> list:
+        return [k, own] if kfirst else [own, k]
+
+    layout = ("k" if a_kfirst else "m") + ("k" if b_kfirst else "n")
     for n_pre in (0, 1, 2):                  # leading (batch, head) coordinates, uniform over the tile
         pa, pb = pre[:n_pre], pre[2:2 + n_pre]
-        la = Val.op("load", P.vals(viewa, *pa, rows, ka, va), fa_rest, _frag(adt, [t0], ["b0"]))
-        lb_ = Val.op("load", P.vals(viewb, *pb, cols, kb, vb), fb_rest, _frag(bdt, [tn], ["b2"]))
-        a_tile = Val.op("load", P.vals(viewa, *[_bcast(p, [0], a_ix) for p in pa], _bcast(rows, [0], a_ix),
-                                       _bcast(kc, [1], a_ix), a_valid), fa_rest, _frag(adt, [t0, tkle], ["b0", "b3"]))
-        b_tile = Val.op("load", P.vals(viewb, *[_bcast(p, [0], b_ix) for p in pb], _bcast(cols, [0], b_ix),
-                                       _bcast(kc, [1], b_ix), b_valid), fb_rest, _frag(bdt, [tn, tkle], ["b2", "b3"]))
+        la = Val.op("load", P.vals(viewa, *pa, *ordered(rows, ka, a_kfirst), va), fa_rest,
+                    _frag(adt, [t0], [rows_axis]))
+        lb_ = Val.op("load", P.vals(viewb, *pb, *ordered(cols, kb, b_kfirst), vb), fb_rest, _frag(bdt, [tn], ["b2"]))
+        a_tile = Val.op("load", P.vals(viewa, *[_bcast(p, [0], a_ix) for p in pa],
+                                       *ordered(_bcast(rows, [0], a_ix), _bcast(kc, [1], a_ix), a_kfirst), a_valid),
+                        fa_rest, _frag(adt, [t0, tkle], [rows_axis, "b3"]))
+        b_tile = Val.op("load", P.vals(viewb, *[_bcast(p, [0], b_ix) for p in pb],
+                                       *ordered(_bcast(cols, [0], b_ix), _bcast(kc, [1], b_ix), b_kfirst), b_valid),
+                        fb_rest, _frag(bdt, [tn, tkle], ["b2", "b3"]))
         for cast in (0, 1):
-            ea = Val.op("cast", P.vals(la), cs_a, _frag(dt, [t0], ["b0"])) if cast else la
+            ea = Val.op("cast", P.vals(la), cs_a, _frag(dt, [t0], [rows_axis])) if cast else la
             eb = Val.op("cast", P.vals(lb_), cs_b, _frag(dt, [tn], ["b2"])) if cast else lb_
-            ta = Val.op("cast", P.vals(a_tile), cs_a, _frag(dt, [t0, tkle], ["b0", "b3"])) if cast else a_tile
+            ta = Val.op("cast", P.vals(a_tile), cs_a, _frag(dt, [t0, tkle], [rows_axis, "b3"])) if cast else a_tile
             tb = Val.op("cast", P.vals(b_tile), cs_b, _frag(dt, [tn, tkle], ["b2", "b3"])) if cast else b_tile
             fa_, fb_ = Val.op("broadcast", P.vals(ea), ma, ty), Val.op("broadcast", P.vals(eb), mb, ty)
-            member = Val.op("mul", P.vals(fa_, fb_), pm, ty)
+            # a column statistic's member reads the member tile's factor first (X[m, k] * W[k, n], m lifted)
+            first, second = (fb_, fa_) if rows_axis == "b1" else (fa_, fb_)
+            member = Val.op("mul", P.vals(first, second), pm, ty)
             loop = P.for1(lb, ub, st, x0, attrs, ty, d, Val.op("add", P.vals(acc, member), ya, ty), rya)
             contract = Val.op("contract", P.vals(ta, tb, acc), P.amap(lhs_contract=_ints([1]),
                                                                    rhs_contract=_ints([1])), ty)
@@ -363,17 +402,23 @@ def _contract_loop_transposed_rules() -> list:
             # it; measured in docs/status.md, issue 27 "Compile cost"). Kept after the loop pattern: written first,
             # the rule matched more loops than the pattern alone (9 instead of 5 on causal attention bf16) and the
             # extraction failed to decode; not explained yet
-            facts = [eq(y).to(loop), MulMember(y, d, px, qx), eq(px).to(fa_), eq(qx).to(fb_),
+            facts = [eq(y).to(loop), MulMember(y, d, px, qx), eq(px).to(first), eq(qx).to(second),
                      eq(ma).to(P.amap(dims=_ints([0]))), eq(mb).to(P.amap(dims=_ints([1]))),
                      eq(ka_m).to(P.amap(dims=_ints([]))), eq(kb_m).to(P.amap(dims=_ints([]))),
                      eq(st).to(Val.op("const", Vals.nil(), cattrs, INDEX)), CAttr(cattrs, "value", A.int_(1)),
                      CAttr(attrs, "reduce", A.str_("add")),
                      CAttr(fa_rest, "fill", A.float_("0.0")), CAttr(fb_rest, "fill", A.float_("0.0"))]
-            name = f"contraction.contract_loop_t_b{n_pre}_c{cast}{cast}"
+            if (rows_axis, layout) == ("b0", "mn"):
+                name = f"contraction.contract_loop_t_b{n_pre}_c{cast}{cast}"      # attention's scores
+            else:
+                name = f"contraction.contract_loop_t{rows_axis[1]}_{layout}_b{n_pre}_c{cast}{cast}"
+            a_text = "A[.., k, m]" if a_kfirst else "A[.., m, k]"
+            b_text = "B[.., k, n]" if b_kfirst else "B[.., n, k]"
             R.append((name, rule(*facts, name=name).then(union(y).with_(new)),
-                      "for k step 1: acc[m, n] + bcast(A[.., m, k]) * bcast(B[.., n, k])  ==  for k0 step TK: "
-                      "contract(A[.., m, k0:k0+TK], B[.., n, k0:k0+TK] along its axis 1, acc)  (an ordinary sum: "
-                      "members regrouped; tail members load 0)"))
+                      f"for k step 1: acc[{'m' if rows_axis == 'b0' else 'c'}, n] + bcast({a_text}) * bcast({b_text})"
+                      f"  ==  for k0 step TK: contract(A tile [.., k0:k0+TK], B tile [n, k0:k0+TK] along its "
+                      f"axis 1, acc)  (an ordinary sum: members regrouped; each operand read in place; tail "
+                      f"members load 0)"))
     return R
 
 

@@ -36,7 +36,10 @@ carried value): the fold is a left-biased extreme of a strict total preorder, he
 weight) gets its score and weight lifted over a key tile (the parameter ``TILE_N``, axis ``b2``); in key-tile
 contexts only, a member that is itself a step-1 reduction loop of a float type with bounds that do not read the
 lifted loop lifts as one loop whose accumulator is widened by ``b2`` (``reduction.lift_nested_loop``; the nested
-loop's induction variable stays, its accumulator is the widened one, ``LiftCtx.red_in``).
+loop's induction variable stays, its accumulator is the widened one, ``LiftCtx.red_in``); the same in this group's
+member contexts (``reduction.lift_nested_loop_r``, ``TILE_R``): a statistic of a contraction's result (a softmax or
+LayerNorm after a linear layer) lifts its member's sum over ``k`` as one loop with a ``[T0, TR]`` accumulator
+(``[T1, TR]`` for a column statistic), which ``contraction`` makes a K-tiled contract.
 ``reduction.demand_key_max``: a step-1 ``reduce = max`` loop over ``b0`` whose result is the maximum such a moment's
 weight subtracts gets its member (the score) lifted over the key tile too (a softmax without a moment keeps its
 ``TILE_R`` blocking). ``reduction.key_block_{max,mass,moment}``
@@ -302,16 +305,16 @@ def _key_block_rules() -> list:
     return out
 
 
-def _nested_loop_rules() -> list:
+def _nested_loop_rules(tiles: LEs, suffix: str = "") -> list:
     """A member that is itself a reduction loop (an attention score ``sum_d q[i, d] * k[j, d]`` read by the loop over
-    ``j``): lifted over the member tile, it runs once for the whole tile, its accumulator widened by ``b2`` (each
+    ``j``), in the lifting contexts over ``tiles`` (key tiles; member tiles with ``suffix`` ``_r``): lifted over the
+    member tile, it runs once for the whole tile, its accumulator widened by ``b2`` (each
     lane of the widened accumulator sums the same members, in the same order, as the loop did for that member).
     Legality: one carry of a float type, bounds and step that do not read the lifted loop (the same trip range for
     every member), an initial value and a yield that lift; the loop reads the lifted loop's induction variable
     (otherwise ``lift_invariant`` keeps it)."""
     d, dd, d2, k, mk, mo, mx, my = vars_("d dd d2 k mk mo mx my", i64)
     kc, kt, v, y, x0, y0, lb, ub, st, lx, ly = vars_("kc kt v y x0 y0 lb ub st lx ly", Val)
-    tiles = key_tiles()
     t, at, ty = vars_("t at ty", Ty)
     c = var("c", B.LiftCtx)
     attrs, rya = vars_("attrs rya", AMap)
@@ -320,26 +323,26 @@ def _nested_loop_rules() -> list:
     inner = B.LiftCtx.red_in(d, kc, kt, tiles, dd, at)
     outer_bits = (i64(1) << d) | (i64(1) << (d + P.IV_BITS))
     out = [
-        named("reduction.ctx_tiles_in", rule(eq(c).to(inner), name="reduction.ctx_tiles_in").then(
+        named(f"reduction.ctx_tiles_in{suffix}", rule(eq(c).to(inner), name=f"reduction.ctx_tiles_in{suffix}").then(
             union(B.ctx_tiles(c)).with_(tiles)), "the tiles of a nested-loop context"),
-        named("reduction.lift_iv_in", rewrite(B.lift(Val.arg(d, 0, INDEX), inner)).to(kc),
+        named(f"reduction.lift_iv_in{suffix}", rewrite(B.lift(Val.arg(d, 0, INDEX), inner)).to(kc),
               "the lifted loop's induction variable -> k0 + range(TR), also inside the nested loop"),
-        named("reduction.lift_inner_iv", rewrite(B.lift(Val.arg(dd, 0, t), inner)).to(Val.arg(dd, 0, t)),
+        named(f"reduction.lift_inner_iv{suffix}", rewrite(B.lift(Val.arg(dd, 0, t), inner)).to(Val.arg(dd, 0, t)),
               "the nested loop's induction variable is uniform over the member tile"),
-        named("reduction.lift_inner_acc", rewrite(B.lift(Val.arg(dd, 1, t), inner)).to(Val.arg(dd, 1, at)),
+        named(f"reduction.lift_inner_acc{suffix}", rewrite(B.lift(Val.arg(dd, 1, t), inner)).to(Val.arg(dd, 1, at)),
               "the nested loop's accumulator is the widened accumulator"),
-        named("reduction.lift_other_arg_in", rewrite(B.lift(Val.arg(d2, k, t), inner)).to(
+        named(f"reduction.lift_other_arg_in{suffix}", rewrite(B.lift(Val.arg(d2, k, t), inner)).to(
             Val.arg(d2, k, t), ne(d2).to(d), ne(d2).to(dd), ne(d2).to(i64(0))),
             "arguments of other regions are uniform over the member tile"),
-        named("reduction.lift_invariant_in", rule(
+        named(f"reduction.lift_invariant_in{suffix}", rule(
             eq(y).to(B.lift(v, inner)), eq(mk).to(P.Dep(v)),
             eq(mk & (outer_bits | (i64(1) << dd) | (i64(1) << (dd + P.IV_BITS)))).to(i64(0)),
-            name="reduction.lift_invariant_in").then(union(y).with_(v)),
+            name=f"reduction.lift_invariant_in{suffix}").then(union(y).with_(v)),
             "a value that reads neither loop is uniform over the member tile"),
     ]
     for mask in B.ALL_MASKS:
         if mask & B2:
-            out.append(named(f"reduction.tail_in_{mask}", rewrite(B.tail(mask, inner)).to(
+            out.append(named(f"reduction.tail_in{suffix}_{mask}", rewrite(B.tail(mask, inner)).to(
                 B.bcast_to(kt, B2, mask, tiles)), "members past the loop's end are invalid"))
     loop = P.for1(lb, ub, st, x0, attrs, ty, dd, y0, rya)
     wide = mo | B2
@@ -351,15 +354,15 @@ def _nested_loop_rules() -> list:
     shape = [eq(y).to(B.lift(v, red)), eq(v).to(loop), eq(st).to(Val.op("const", Vals.nil(), sa, INDEX)),
              P.HasAttr(sa, "value", A.int_(1)), eq(mk).to(P.Dep(v)), ne(mk & outer_bits).to(i64(0)),
              eq(mo).to(B.MaskOf(v)), eq(mo & B2).to(i64(0)), eq(dt).to(B.DtypeOf(v)), ReduceIdentity("add", dt, var("id0", A))]
-    out.append(named("reduction.demand_nested_loop", rule(*shape, name="reduction.demand_nested_loop").then(
+    out.append(named(f"reduction.demand_nested_loop{suffix}", rule(*shape, name=f"reduction.demand_nested_loop{suffix}").then(
         B.lift(x0, red), B.lift(lb, red), B.lift(ub, red), B.lift(st, red), B.lift(y0, ctx_in)),
         "lift a nested loop's bounds, initial value and yield"))
-    out.append(named("reduction.lift_nested_loop", rule(
+    out.append(named(f"reduction.lift_nested_loop{suffix}", rule(
         *shape,
         eq(B.MaskOf(B.lift(lb, red))).to(i64(0)), eq(B.MaskOf(B.lift(ub, red))).to(i64(0)),
         eq(B.MaskOf(B.lift(st, red))).to(i64(0)),
         eq(lx).to(B.lift(x0, red)), eq(mx).to(B.MaskOf(lx)), eq(ly).to(B.lift(y0, ctx_in)), eq(my).to(B.MaskOf(ly)),
-        name="reduction.lift_nested_loop").then(
+        name=f"reduction.lift_nested_loop{suffix}").then(
         union(y).with_(P.for1(lb, ub, st, B.bcast_to(lx, mx, wide, tiles), attrs, wide_ty, dd,
                               B.bcast_to(ly, my, wide, tiles), rya))),
         "for d: acc + m(d, k) with k over a member tile == one loop over d whose accumulator holds every member's "
@@ -702,10 +705,12 @@ for _r in FLAT_RULES:
 ANALYSIS_RULES = _support_rules()
 for _r in ANALYSIS_RULES:
     SUPPORT.append(_r.egg)
-#: nested-loop lifting, in key-tile contexts only (in this group's member contexts it would lift every score loop
-#: of every reduction member: 4x this group's time on attention, for two-pass variants that lose to the one-pass)
+#: nested-loop lifting, in key-tile contexts and in this group's member contexts (issue 26 item 6: a statistic of a
+#: contraction's result, ``max(n: sum(k: x * w))``, recomputes it as one K-tiled contract instead of one member at
+#: a time). In member contexts it also lifts every score loop of attention's reductions: ~2 s more of this group
+#: on an attention kernel, for two-pass variants that lose to the one-pass program (docs/rules.md)
 NESTED = ruleset(name="reduction_nested")
-NESTED_RULES = _nested_loop_rules()
+NESTED_RULES = _nested_loop_rules(key_tiles()) + _nested_loop_rules(B._les(*_tiles()), "_r")
 for _r in NESTED_RULES:
     NESTED.append(_r.egg)
 ANALYSES = ANALYSES + (NESTED, FLAT)
