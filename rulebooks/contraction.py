@@ -325,10 +325,10 @@ def _contract_loop_transposed_rules() -> list:
     (``max(n: sum(k: X[m, k] * W[k, n]))``: a softmax, LayerNorm or logsumexp after a linear layer; ``sum(m: ..)``:
     a BatchNorm over its rows) blocked over ``TILE_R`` members lifts its member's nested sum as one loop whose
     accumulator is ``[T0, TR]`` over ``(b0, b2)`` or ``[T1, TR]`` over ``(b1, b2)``
-    (``reduction.lift_nested_loop_r``); either operand may read ``k`` before or after its own coordinate
-    (``X @ W``, ``X @ W.T``, ``W.T @ X``), each read in place. Explicit layouts, not the coordinate lift
-    (``KLift``) of ``contract_loop_c*``: its demands over every statistic's member tile doubled an attention
-    kernel's compile time (the contraction group 2 s -> 15 s)."""
+    (``reduction.lift_nested_loop_r``); the operands are read in place in the layouts of :data:`_MEMBER_TILE_FORMS`
+    (row statistics of ``X @ W`` and ``X @ W.T``, column statistics of both). Explicit layouts, not the coordinate
+    lift (``KLift``) of ``contract_loop_c*``: its demands over every statistic's member tile took an attention
+    kernel's contraction group from 2.4 s to 15 s."""
     R = []
     for rows_axis, a_kfirst, b_kfirst in _MEMBER_TILE_FORMS:
         R += _member_tile_contract_rules(rows_axis, a_kfirst, b_kfirst)
