@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from intent_eqsat.ir import parse_module
-from intent_eqsat.ir.core import Module
+from intent_eqsat.ir.core import Module, walk
 from intent_eqsat.ir.dtypes import to_numpy
 from intent_eqsat.ir.launch import evaluate
+from intent_eqsat.ir.loop_rewrite import defining_ops
 
 ROOT = Path(__file__).resolve().parents[2]
 GEMM = ROOT / "examples" / "gir" / "gemm.gir"
@@ -116,3 +117,20 @@ def assert_matches(got: np.ndarray, want: np.ndarray, what: str, rtol: float | N
 
 def numel(shape) -> int:
     return math.prod(shape)
+
+
+def loop_steps(module: Module, kernel: str, symbol: str) -> list:
+    """The constant steps of the ``for`` ops of ``kernel`` whose upper bound is the size ``symbol`` (None: a step
+    that is not a constant): 1 where a loop still takes one member (a key, a K index) per iteration."""
+    k = module.kernel(kernel)
+    defs = defining_ops(k)
+    out = []
+    for op in walk(k.body):
+        if op.name != "for":
+            continue
+        ub = defs.get(op.operands[1].name)
+        if ub is None or ub.name != "launch" or str(ub.attrs.get("expr")) != symbol:
+            continue
+        step = defs.get(op.operands[2].name)
+        out.append(step.attrs.get("value") if step is not None and step.name == "const" else None)
+    return out

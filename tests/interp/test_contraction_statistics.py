@@ -18,9 +18,9 @@ import pytest
 
 import intent_eqsat
 from intent_eqsat import ir
-from intent_eqsat.ir.core import walk
-from intent_eqsat.ir.loop_rewrite import defining_ops
 from intent_eqsat.providers.loader import load_source
+
+from tests.interp.helpers import loop_steps
 
 SUITE = Path(__file__).resolve().parents[2] / "bench" / "suite"
 EPS = 1e-5
@@ -63,22 +63,6 @@ def _compiled(name: str):
     return _COMPILED[name]
 
 
-def _loops_over(module: ir.Module, kernel: str, symbol: str) -> list:
-    """The constant steps of the ``for`` ops whose upper bound is the size ``symbol`` (None: not a constant)."""
-    k = module.kernel(kernel)
-    defs = defining_ops(k)
-    out = []
-    for op in walk(k.body):
-        if op.name != "for":
-            continue
-        ub = defs.get(op.operands[1].name)
-        if ub is None or ub.name != "launch" or str(ub.attrs.get("expr")) != symbol:
-            continue
-        step = defs.get(op.operands[2].name)
-        out.append(step.attrs.get("value") if step is not None and step.name == "const" else None)
-    return out
-
-
 def _args(name: str, rng: np.random.Generator) -> dict:
     import ml_dtypes
     sizes = KERNELS[name][1]
@@ -108,7 +92,7 @@ def test_every_statistic_recomputes_the_contraction_on_k_tiles(name) -> None:
     fired = ck.report["rules_fired"]
     # the member-tile forms (a statistic's [T, TR] accumulator); the output's contraction is contract_loop_c*
     assert sum(v for r, v in fired.items() if r.startswith("contraction.contract_loop_t")) >= stats, fired
-    steps = _loops_over(ck.program, name, "K")
+    steps = loop_steps(ck.program, name, "K")
     assert len(steps) >= 1 + stats and 1 not in steps, steps
     assert ck.source.count("tl.dot(") >= 1 + stats
     assert ck.cost.total < 1e-3, ck.cost.total

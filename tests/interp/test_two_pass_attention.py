@@ -14,9 +14,9 @@ import pytest
 
 import intent_eqsat
 from intent_eqsat import ir
-from intent_eqsat.ir.core import walk
-from intent_eqsat.ir.loop_rewrite import defining_ops
 from intent_eqsat.providers.loader import load_source
+
+from tests.interp.helpers import loop_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,29 +51,12 @@ def _compiled(name: str):
     return _COMPILED[name]
 
 
-def _key_loops(module: ir.Module, kernel: str) -> list:
-    """The ``for`` ops whose upper bound is the key extent ``T``, with their steps' constant values (None: not a
-    constant)."""
-    k = module.kernel(kernel)
-    defs = defining_ops(k)
-    out = []
-    for op in walk(k.body):
-        if op.name != "for":
-            continue
-        ub = defs.get(op.operands[1].name)
-        if ub is None or ub.name != "launch" or str(ub.attrs.get("expr")) != "T":
-            continue
-        step = defs.get(op.operands[2].name)
-        out.append(step.attrs.get("value") if step is not None and step.name == "const" else None)
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_every_key_loop_takes_a_tile_of_keys(name) -> None:
     ck = _compiled(name)
     fired = ck.report["rules_fired"]
     assert all(fired.get(f"reduction.key_block_{r}") for r in ("max", "mass", "moment")), fired
-    steps = _key_loops(ck.program, name)
+    steps = loop_steps(ck.program, name, "T")
     assert steps and 1 not in steps, steps           # no loop runs one key per iteration
     assert ck.cost.total < 0.05, ck.cost.total        # modelled ms, not minutes (the per-key form: 6949 s)
     assert "tl.dot(" in ck.source
