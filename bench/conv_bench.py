@@ -12,7 +12,10 @@ GPU machine has no egglog):
     run (on the GPU): python3 bench/conv_bench.py run --in DIR [--base DIR2] [--json FILE] [--only ..]
         per kernel: checks the launch against torch in float64 (relative L2 error), times it, eager PyTorch and
         torch.compile with ``triton.testing.do_bench`` (median ms), and with ``--base`` the same kernel compiled by
-        another commit; prints a table of ratios (anchor ms / our ms) last.
+        another commit; prints a table of ratios (anchor ms / our ms) last. ``--dim1-innermost``: also times the
+        same program on the same logical operands stored with axis 1 innermost (``x.movedim(1, -1).contiguous()
+        .movedim(-1, 1)``: channels-last for an NCHW image and an ``[F, C, kh, kw]`` weight), the weight alone and
+        every operand: what the tile reads' memory layout costs (the program reads strides at launch).
 """
 from __future__ import annotations
 
@@ -77,7 +80,8 @@ def prepare(out: Path, only: set[str] | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, only = bench_args(__doc__, argv, ROOT / "build" / "conv_bench")
+    args, only = bench_args(__doc__, argv, ROOT / "build" / "conv_bench", {
+        "--dim1-innermost": "also time the program on operands stored with axis 1 innermost (the weight alone, all)"})
     if args.cmd == "prepare":
         prepare(args.out, only)
         return 0
@@ -109,6 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         row["ours_ms"] = do_bench(lambda: mod.launch(*ins, out), warmup=25, rep=100)
         if base is not None:
             row["base_ms"] = do_bench(lambda: base.launch(*ins, out), warmup=5, rep=20)
+        if args.dim1_innermost:
+            # the second operand is the weight; the same logical values, axis 1 stored innermost
+            moved = [x.movedim(1, -1).contiguous().movedim(-1, 1) for x in ins]
+            for key, args_ in (("w_dim1", [ins[0], moved[1], *ins[2:]]), ("all_dim1", moved)):
+                mod.launch(*args_, out)
+                row[key + "_rel_err"] = _rel(out, want)
+                row[key + "_ms"] = do_bench(lambda: mod.launch(*args_, out), warmup=25, rep=100)
         row["eager_ms"] = do_bench(lambda: fn(*ins), warmup=25, rep=100)
         compiled(*ins)
         row["compile_ms"] = do_bench(lambda: compiled(*ins), warmup=25, rep=100)
@@ -125,6 +136,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['kernel']:22} {r['rel_err']:8.1e} {str(r['dot']):>4} {r['ours_ms']:8.3f} {r['eager_ms']:8.3f} "
               f"{r['compile_ms']:8.3f} {r['eager_ms'] / r['ours_ms']:8.2f} {r['compile_ms'] / r['ours_ms']:8.2f} "
               f"{base}")
+    if args.dim1_innermost:
+        print(f"\nthe same programs on operands stored with axis 1 innermost (ratio = our ms / that ms)")
+        print(f"{'kernel':22} {'ours ms':>8} {'w dim1':>8} {'ratio':>6} {'all dim1':>8} {'ratio':>6} {'eager':>8} "
+              f"{'eager/best':>10} {'max rel err':>11}")
+        for r in rows:
+            best = min(r["ours_ms"], r["w_dim1_ms"], r["all_dim1_ms"])
+            err = max(r["w_dim1_rel_err"], r["all_dim1_rel_err"])
+            print(f"{r['kernel']:22} {r['ours_ms']:8.3f} {r['w_dim1_ms']:8.3f} {r['ours_ms'] / r['w_dim1_ms']:6.2f} "
+                  f"{r['all_dim1_ms']:8.3f} {r['ours_ms'] / r['all_dim1_ms']:6.2f} {r['eager_ms']:8.3f} "
+                  f"{r['eager_ms'] / best:10.2f} {err:11.1e}")
     return 0
 
 

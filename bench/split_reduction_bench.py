@@ -130,11 +130,12 @@ def compile_into(out: Path, name: str, sizes: dict) -> None:
           f"{ck.launch_resources} tl.dot={'tl.dot' in ck.source}", flush=True)
 
 
-def bench_args(doc: str, argv: list[str] | None, default_dir: Path | None = None) -> tuple[argparse.Namespace,
-                                                                                   set[str] | None]:
+def bench_args(doc: str, argv: list[str] | None, default_dir: Path | None = None,
+               run_flags: dict[str, str] | None = None) -> tuple[argparse.Namespace, set[str] | None]:
     """The ``prepare`` / ``run`` command line of a prepare-here, run-on-the-GPU bench (``conv_bench``,
-    ``user_ops_bench``): ``prepare --out DIR [--only ..]``, ``run --in DIR [--base DIR2] [--json FILE] [--only ..]``;
-    returns the arguments and the ``--only`` set (None: every case)."""
+    ``user_ops_bench``): ``prepare --out DIR [--only ..]``, ``run --in DIR [--base DIR2] [--json FILE] [--only ..]``
+    plus the bench's own ``run_flags`` (flag -> help; boolean); returns the arguments and the ``--only`` set (None:
+    every case)."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     folder = dict(default=default_dir) if default_dir is not None else dict(required=True)
@@ -148,6 +149,8 @@ def bench_args(doc: str, argv: list[str] | None, default_dir: Path | None = None
                     help="time the --base programs at each case's own shape (when the old programs finish there)")
     rp.add_argument("--json", type=Path, default=None)
     rp.add_argument("--only", default=None, help="comma-separated kernels (CASES keys) to run")
+    for flag, text in (run_flags or {}).items():
+        rp.add_argument(flag, action="store_true", help=text)
     args = ap.parse_args(argv)
     return args, set(args.only.split(",")) if args.only else None
 
