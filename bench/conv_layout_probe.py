@@ -71,13 +71,13 @@ def conv_im2col(X, K, Y, N, C, H, W, F, HO, WO,
 
 
 def launch_im2col(X, K, Y, stride, pad, dil, BF=64, BJ=64, BK=64, warps=4, stages=3):
-    """Launch conv_im2col for an NCHW conv (square stride, padding, dilation)."""
+    """Launch conv_im2col for an NCHW conv (stride, pad, dil: (h, w) pairs)."""
     N, C, H, W = X.shape
     F, _, KH, KW = K.shape
     HO, WO = Y.shape[2], Y.shape[3]
     grid = (N * triton.cdiv(F, BF) * HO * triton.cdiv(WO, BJ),)
     conv_im2col[grid](X, K, Y, N, C, H, W, F, HO, WO, *X.stride(), *K.stride(), *Y.stride(),
-                      KH=KH, KW=KW, SH=stride, SW=stride, PH=pad, PW=pad, DH=dil, DW=dil,
+                      KH=KH, KW=KW, SH=stride[0], SW=stride[1], PH=pad[0], PW=pad[1], DH=dil[0], DW=dil[1],
                       BF=BF, BJ=BJ, BK=BK, BF16=X.dtype == torch.bfloat16, num_warps=warps, num_stages=stages)
 
 
@@ -131,7 +131,7 @@ def launch_flat(X, K, Y, stride, pad, dil, BF=64, BJ=64, BK=64, warps=4, stages=
     HO, WO = Y.shape[2], Y.shape[3]
     grid = (N * triton.cdiv(F, BF) * triton.cdiv(HO * WO, BJ),)
     conv_im2col_flat[grid](X, K, Y, N, C, H, W, F, HO, WO, *X.stride(), *K.stride(), *Y.stride(),
-                           KH=KH, KW=KW, SH=stride, SW=stride, PH=pad, PW=pad, DH=dil, DW=dil,
+                           KH=KH, KW=KW, SH=stride[0], SW=stride[1], PH=pad[0], PW=pad[1], DH=dil[0], DW=dil[1],
                            BF=BF, BJ=BJ, BK=BK, BF16=X.dtype == torch.bfloat16, num_warps=warps, num_stages=stages)
 
 
@@ -143,10 +143,13 @@ def load(path, name):
     return mod
 
 
-CASES = {  # name: (X shape, K shape, dtype, stride, pad, dil)
-    "conv2d_f32": ((32, 64, 56, 56), (64, 64, 3, 3), torch.float32, 1, 1, 1),
-    "conv2d_s2_bf16": ((32, 128, 56, 56), (128, 128, 3, 3), torch.bfloat16, 2, 1, 1),
-    "conv2d_dil_f32": ((16, 64, 64, 64), (64, 64, 3, 3), torch.float32, 1, 0, 2),
+#: name: (X shape, K shape, dtype, stride, padding, dilation, the rank of main's operands); a 1-D conv is the 2-D
+#: one with a unit height (main's program gets the rank-3 views)
+CASES = {
+    "conv2d_f32": ((32, 64, 56, 56), (64, 64, 3, 3), torch.float32, (1, 1), (1, 1), (1, 1), 4),
+    "conv2d_s2_bf16": ((32, 128, 56, 56), (128, 128, 3, 3), torch.bfloat16, (2, 2), (1, 1), (1, 1), 4),
+    "conv2d_dil_f32": ((16, 64, 64, 64), (64, 64, 3, 3), torch.float32, (1, 1), (0, 0), (2, 2), 4),
+    "conv1d_f32": ((16, 256, 1, 4096), (256, 256, 1, 5), torch.float32, (1, 1), (0, 2), (1, 1), 3),
 }
 #: the tile configurations tried: (BF, BJ, BK, warps, stages)
 IM2COL_CFGS = ((64, 64, 64, 4, 3), (64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3),
@@ -176,24 +179,27 @@ def main(gen: str) -> None:
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
-    for name, (xs, ks, dt, s, p, d) in CASES.items():
+    for name, (xs, ks, dt, s, p, d, rank) in CASES.items():
         torch.manual_seed(0)
         X = torch.randn(*xs, device="cuda").to(dt)
         K = torch.randn(*ks, device="cuda").to(dt)
         ref = Fn.conv2d(X.double(), K.double(), stride=s, padding=p, dilation=d)
         Y = torch.empty(ref.shape, device="cuda", dtype=torch.float32)
         mod = load(f"{gen}/{name}__triton__pick.py", name)
-        mod.launch(X, K, Y)
+
+        def main_launch(X, K, Y):
+            mod.launch(*((t[:, :, 0] for t in (X, K, Y)) if rank == 3 else (X, K, Y)))
+        main_launch(X, K, Y)
         row = {"kernel": name, "main_err": _rel(Y, ref),
-               "main_ms": do_bench(lambda: mod.launch(X, K, Y), warmup=25, rep=100),
+               "main_ms": do_bench(lambda: main_launch(X, K, Y), warmup=25, rep=100),
                "cudnn_ms": do_bench(lambda: Fn.conv2d(X, K, stride=s, padding=p, dilation=d), warmup=25, rep=100),
                "im2col": _best(launch_im2col, IM2COL_CFGS, X, K, Y, ref, (s, p, d)),
                "flat": _best(launch_flat, FLAT_CFGS, X, K, Y, ref, (s, p, d))}
         # main's program on channel-innermost operands (the program reads strides at launch)
         Kc = K.movedim(1, -1).contiguous().movedim(-1, 1)
         Xc = X.movedim(1, -1).contiguous().movedim(-1, 1)
-        row["main_w_cl_ms"] = do_bench(lambda: mod.launch(X, Kc, Y), warmup=25, rep=100)
-        row["main_all_cl_ms"] = do_bench(lambda: mod.launch(Xc, Kc, Y), warmup=25, rep=100)
+        row["main_w_cl_ms"] = do_bench(lambda: main_launch(X, Kc, Y), warmup=25, rep=100)
+        row["main_all_cl_ms"] = do_bench(lambda: main_launch(Xc, Kc, Y), warmup=25, rep=100)
         row["cudnn_cl_ms"] = do_bench(lambda: Fn.conv2d(Xc, Kc, stride=s, padding=p, dilation=d), warmup=25,
                                       rep=100)
         rows.append(row)
