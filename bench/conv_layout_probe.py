@@ -30,6 +30,29 @@ from triton.testing import do_bench
 
 
 @triton.jit
+def _window_lanes(k0, KT, KH: tl.constexpr, KW: tl.constexpr, BK: tl.constexpr):
+    """The K tile ``k0 + range(BK)`` over the flattened (c, kh, kw) axis: each lane's (c, kh, kw) and k < KT."""
+    k = k0 + tl.arange(0, BK)
+    rem = k % (KH * KW)
+    return k // (KH * KW), rem // KW, rem % KW, k < KT
+
+
+@triton.jit
+def _weight_tile(K, f, F, c, kh, kw, kin, ks0, ks1, ks2, ks3):
+    """The weight tile [BF, BK]: contiguous along K for a row-major [F, C, kh, kw] weight."""
+    return tl.load(K + f[:, None] * ks0 + c[None, :] * ks1 + kh[None, :] * ks2 + kw[None, :] * ks3,
+                   mask=(f[:, None] < F) & kin[None, :], other=0.0)
+
+
+@triton.jit
+def _mma(w, x, acc, BF16: tl.constexpr):
+    """acc + w @ x, f32 at ieee precision (bf16 operands straight to the tensor cores)."""
+    if BF16:
+        return tl.dot(w, x, acc, out_dtype=tl.float32)
+    return tl.dot(w, x, acc, input_precision="ieee", out_dtype=tl.float32)
+
+
+@triton.jit
 def conv_im2col(X, K, Y, N, C, H, W, F, HO, WO,
                 xs0, xs1, xs2, xs3, ks0, ks1, ks2, ks3, ys0, ys1, ys2, ys3,
                 KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
@@ -50,22 +73,13 @@ def conv_im2col(X, K, Y, N, C, H, W, F, HO, WO,
     acc = tl.zeros((BF, BJ), tl.float32)
     KT = C * KH * KW
     for k0 in range(0, KT, BK):
-        k = k0 + tl.arange(0, BK)
-        c = k // (KH * KW)
-        rem = k % (KH * KW)
-        kh = rem // KW
-        kw = rem % KW
-        kin = k < KT
-        w = tl.load(K + f[:, None] * ks0 + c[None, :] * ks1 + kh[None, :] * ks2 + kw[None, :] * ks3,
-                    mask=(f[:, None] < F) & kin[None, :], other=0.0)
+        c, kh, kw, kin = _window_lanes(k0, KT, KH, KW, BK)
+        w = _weight_tile(K, f, F, c, kh, kw, kin, ks0, ks1, ks2, ks3)
         hi = i * SH - PH + kh * DH                       # [BK]
         wi = j[None, :] * SW - PW + kw[:, None] * DW     # [BK, BJ]
         m = kin[:, None] & (hi[:, None] >= 0) & (hi[:, None] < H) & (wi >= 0) & (wi < W) & (j[None, :] < WO)
         x = tl.load(X + n * xs0 + c[:, None] * xs1 + hi[:, None] * xs2 + wi * xs3, mask=m, other=0.0)
-        if BF16:
-            acc = tl.dot(w, x, acc, out_dtype=tl.float32)
-        else:
-            acc = tl.dot(w, x, acc, input_precision="ieee", out_dtype=tl.float32)
+        acc = _mma(w, x, acc, BF16)
     tl.store(Y + n * ys0 + f[:, None] * ys1 + i * ys2 + j[None, :] * ys3, acc,
              mask=(f[:, None] < F) & (j[None, :] < WO))
 
@@ -104,22 +118,13 @@ def conv_im2col_flat(X, K, Y, N, C, H, W, F, HO, WO,
     acc = tl.zeros((BF, BJ), tl.float32)
     KT = C * KH * KW
     for k0 in range(0, KT, BK):
-        k = k0 + tl.arange(0, BK)
-        c = k // (KH * KW)
-        rem = k % (KH * KW)
-        kh = rem // KW
-        kw = rem % KW
-        kin = k < KT
-        w = tl.load(K + f[:, None] * ks0 + c[None, :] * ks1 + kh[None, :] * ks2 + kw[None, :] * ks3,
-                    mask=(f[:, None] < F) & kin[None, :], other=0.0)
+        c, kh, kw, kin = _window_lanes(k0, KT, KH, KW, BK)
+        w = _weight_tile(K, f, F, c, kh, kw, kin, ks0, ks1, ks2, ks3)
         hi = i[None, :] * SH - PH + kh[:, None] * DH
         wi = j[None, :] * SW - PW + kw[:, None] * DW
         m = kin[:, None] & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W) & pin[None, :]
         x = tl.load(X + n * xs0 + c[:, None] * xs1 + hi * xs2 + wi * xs3, mask=m, other=0.0)
-        if BF16:
-            acc = tl.dot(w, x, acc, out_dtype=tl.float32)
-        else:
-            acc = tl.dot(w, x, acc, input_precision="ieee", out_dtype=tl.float32)
+        acc = _mma(w, x, acc, BF16)
     tl.store(Y + n * ys0 + f[:, None] * ys1 + i[None, :] * ys2 + j[None, :] * ys3, acc,
              mask=(f[:, None] < F) & pin[None, :])
 

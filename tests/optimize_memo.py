@@ -64,8 +64,7 @@ def install() -> None:
         return
 
     def optimize(*args: Any, **kw: Any) -> Any:
-        program = args[0] if args else kw.get("program")
-        key = None if _BYPASS[0] or len(args) != 1 else _key(program, kw)
+        key = _key(args[0], kw) if len(args) == 1 and not _BYPASS[0] else None
         if key is not None and key in _MEMO:
             return copy.deepcopy(_MEMO[key])
         result = original(*args, **kw)
