@@ -18,7 +18,7 @@ venv: $(STAMP)
 # Two workers: the suite is CPU-bound and CI has two cores; results do not depend on the split (no test reads the
 # clock; tests/cpu/rules/test_determinism.py compiles under load and compares bytes).
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests
 
 # The main job: every corpus kernel optimized for sm90 and serialized for both providers; report under build/demo.
 # Kernels a provider declares unsupported (TGT-9) are reported with their kind, not counted as failures.
