@@ -1,7 +1,8 @@
 """Operators as PyTorch users write them -- forward scans over long rows and reverse (suffix) scans (issue 27
 item 4), pools of rank 2 and 3 (item 5), norms whose statistics reduce over several or non-last axes (item 3), and
 statistics of a contraction's result (a softmax, LayerNorm, logsumexp or BatchNorm after a linear layer; issue 26
-item 6) -- checked and timed beside eager PyTorch and torch.compile on one GPU in one run.
+item 6), independent reductions of one row (cosine similarity, min-max scaling, a variance typed as
+``(X * X).mean(1) - X.mean(1) ** 2``, a triplet loss: ``ir/sibling_fusion.py``) -- checked and timed beside eager PyTorch and torch.compile on one GPU in one run.
 
 PyTorch has no reverse cumsum: users write ``torch.flip(torch.cumsum(torch.flip(x, [d]), d), [d])`` (and the same
 for cumprod / cummax), which is the anchor for the scans; the pools' anchors are ``F.max_pool3d`` /
@@ -191,6 +192,22 @@ CASES = {
                          lambda t, s: (t.randn(s["B"], s["S"], s["D"], device="cuda").bfloat16(),
                                        t.randn(s["B"], s["T"], s["D"], device="cuda").bfloat16()), "bfloat16",
                          lambda t: (lambda Q, K: t.softmax((Q @ K.transpose(-1, -2)).float(), -1).to(Q.dtype))),
+    # independent reductions of one row, one loop (ir/sibling_fusion.py); rows longer than a tile
+    "cosine_rows_f32": ({"B": 1024, "D": 65536}, FULL,
+                        lambda t, s: (t.randn(s["B"], s["D"], device="cuda"), t.randn(s["B"], s["D"], device="cuda")),
+                        "float32", lambda t: (lambda X, Y: t.nn.functional.cosine_similarity(X, Y, dim=1))),
+    "cosine_mid_bf16": ({"B": 16, "C": 1024, "L": 4096}, FULL,
+                        lambda t, s: (t.randn(s["B"], s["C"], s["L"], device="cuda").bfloat16(),
+                                      t.randn(s["B"], s["C"], s["L"], device="cuda").bfloat16()), "float32",
+                        lambda t: (lambda A, P: t.nn.functional.cosine_similarity(A.float(), P.float(), dim=1))),
+    "minmax_rows_f32": ({"B": 2048, "D": 65536}, FULL, lambda t, s: t.randn(s["B"], s["D"], device="cuda"),
+                        "float32", lambda t: (lambda X: (X - X.amin(1, keepdim=True))
+                                              / (X.amax(1, keepdim=True) - X.amin(1, keepdim=True)))),
+    "naive_var_rows_f32": ({"B": 1024, "D": 65536}, FULL, lambda t, s: t.randn(s["B"], s["D"], device="cuda"),
+                           "float32", lambda t: (lambda X: (X * X).mean(1) - X.mean(1) ** 2)),
+    "triplet_rows_f32": ({"B": 1024, "D": 32768}, FULL,
+                         lambda t, s: tuple(t.randn(s["B"], s["D"], device="cuda") for _ in range(3)), "float32",
+                         lambda t: (lambda A, P, N: t.nn.functional.triplet_margin_loss(A, P, N, reduction="none"))),
     "maxpool3d_f32": ({"N": 8, "C": 64, "D": 32, "H": 64, "W": 64}, None,
                       lambda t, s: t.randn(s["N"], s["C"], s["D"], s["H"], s["W"], device="cuda"), "float32",
                       lambda t: _pool(t.nn.functional, "max_pool3d", 2)),

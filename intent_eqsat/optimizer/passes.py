@@ -4,8 +4,9 @@ STYLE "every transformation is a declared group", SPEC PASS-1 / PASS-2).
 The optimizer extracts one program from the e-graph and then changes it in Python: it binds the tile parameters
 (``tile_binding``), moves the coordinates no summary reads into loops (``summary_owner``), carries a scan's prefix
 across column tiles (``carried_prefix``), splits one-program reductions over programs (``split_reduction``),
-narrows loop ranges (``range_skip``, ``tail_split``), unswitches loops that run once under a launch guard (``unswitch_single_trip``,
-``unswitch_siblings``) and orders the programs (``program_order``). Each of them is a :class:`PassGroup` here:
+narrows loop ranges (``range_skip``, ``tail_split``), unswitches loops that run once under a launch guard
+(``unswitch_single_trip``, ``unswitch_siblings``), fuses sibling loops that re-read one view (``sibling_fusion``)
+and orders the programs (``program_order``). Each of them is a :class:`PassGroup` here:
 
 - its PASS-1 declaration is parsed from the docstring of the module that implements it, under the same six
   headings as a rulebook (``- Reads:`` ... ``- Verifier:`` bullets; :func:`declaration_of`);
@@ -129,7 +130,9 @@ def _build() -> tuple[PassGroup, ...]:
     from intent_eqsat.ir.carried_prefix import carry_prefix_loops
     from intent_eqsat.ir.split_reduction import split_scalar_reductions
     from intent_eqsat.ir.summary_owner import own_summaries
+    from intent_eqsat.ir import sibling_fusion
     from intent_eqsat.ir.program_order import order_by_work
+    from intent_eqsat.ir.sibling_fusion import fuse_sibling_loops
     from intent_eqsat.ir.range_skip import narrow_lane_ranges
     from intent_eqsat.ir.tail_split import split_tile_tails
     from intent_eqsat.ir.unswitch import unswitch_sibling_loops, unswitch_single_trip_loops
@@ -166,6 +169,9 @@ def _build() -> tuple[PassGroup, ...]:
         make("unswitch_siblings", 121, unswitch, unswitch_sibling_loops,
              "sibling passes over one row that each run once under a launch guard run inlined in a guarded copy",
              "remat", lambda k, ctx: unswitch_sibling_loops(k), after="**Sibling loops"),
+        make("sibling_fusion", 125, sibling_fusion, fuse_sibling_loops,
+             "sibling loops over one range that read the same views run as one loop, each tile loaded once",
+             "remat", lambda k, ctx: fuse_sibling_loops(k)),
         make("program_order", 130, program_order, order_by_work,
              "programs whose loops run longest start first, in L2-sized groups of rows",
              "mapping", lambda k, ctx: order_by_work(k, ctx.l2_bytes)),

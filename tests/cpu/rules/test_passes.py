@@ -40,7 +40,7 @@ def planted(monkeypatch):
 def test_every_pass_is_declared_listed_and_ordered_after_the_rule_groups():
     rule_groups = registry.load().groups
     assert P.names() == ["tile_binding", "summary_owner", "carried_prefix", "split_reduction", "range_skip", "tail_split",
-                         "unswitch_single_trip", "unswitch_siblings", "program_order"]
+                         "unswitch_single_trip", "unswitch_siblings", "sibling_fusion", "program_order"]
     assert not set(P.names()) & {g.name for g in rule_groups}
     assert min(p.order for p in P.all_passes()) >= P.FIRST_PASS_ORDER > max(g.order for g in rule_groups)
     listed = {row["name"]: row for row in optimizer.list_rules()}
