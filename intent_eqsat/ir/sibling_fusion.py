@@ -30,8 +30,10 @@ Declaration (SPEC PASS-1):
   (their effects, a partial stored to a workspace, move past loads of read-only views only). The body is the
   earlier body then the later one with its induction variable renamed, one ``yield`` of both; in it an
   effect-free op (read-only loads included) equal to an earlier one -- same op, attributes but ``origin``, operands
-  and result types -- is replaced by it (so a tile loaded or a score contracted by both loops is computed once).
-  Repeated until no pair is left, so three passes become one; then the effect-free ops nothing uses any more (the
+  and result types; a nested loop or ``if`` equal up to the names its regions define -- is replaced by it (so a
+  tile loaded or a score contracted by both loops is computed once).
+  Two loops equal up to the names their bodies define are one: the later one's uses take the earlier one's
+  results. Repeated until no pair is left, so three passes become one; then the effect-free ops nothing uses any more (the
   bounds the later loops computed for themselves) are dropped.
 - Preserves: every value (each carried value is updated from the same members in the same order; merged ops
   compute equal values from equal operands, and the views they read are not written by the kernel), effects and
@@ -57,20 +59,21 @@ _READS = ("load", "gather")
 def fuse_sibling_loops(kernel: Kernel) -> Kernel:
     """``kernel`` with every fusable pair of sibling loops fused, repeatedly (see the module docstring)."""
     read_only = read_only_views(kernel)
-    defs = defining_ops(kernel)
-    changed = []
+    values = _Values(defining_ops(kernel))
+    fused_any = False
 
     def rewrite(region: Region) -> Region:
+        nonlocal fused_any
         ops = [replace(op, regions=[rewrite(r) for r in op.regions]) for op in region.ops]
         while True:
-            fused = _first_pair(ops, read_only, defs)
+            fused = _first_pair(ops, read_only, values)
             if fused is None:
                 return Region(list(region.args), ops)
-            changed.append(True)
+            fused_any = True
             ops = fused
 
     body = rewrite(kernel.body)
-    return replace(kernel, body=_drop_unused(body, read_only)) if changed else kernel
+    return replace(kernel, body=_drop_unused(body, read_only)) if fused_any else kernel
 
 
 def _drop_unused(body: Region, read_only: set[str]) -> Region:
@@ -98,17 +101,21 @@ def read_only_views(kernel: Kernel) -> set[str]:
             if a.is_view and a.access == "read" and not a.private and (a.alias is None or a.alias not in written)}
 
 
-def _first_pair(ops: list[Op], read_only: set[str], defs: dict[str, Op]) -> list[Op] | None:
+def _first_pair(ops: list[Op], read_only: set[str], values: "_Values") -> list[Op] | None:
     """``ops`` with the first fusable pair of loops fused: the ops between them that do not depend on the earlier
     loop first, then the fused loop, then those that do (in their order); None when no pair is fusable."""
     loops = [i for i, op in enumerate(ops) if op.name == "for" and _effect_free(op, read_only)]
     for a in loops:
         for b in loops:
             if b <= a or ops[a].attrs.get("narrowing", {}).get("kind") != \
-                    ops[b].attrs.get("narrowing", {}).get("kind") or not _same_range(ops[a], ops[b], defs):
+                    ops[b].attrs.get("narrowing", {}).get("kind") or not values.same_range(ops[a], ops[b]):
                 continue
             if not (_views_loaded(ops[a]) & _views_loaded(ops[b])):
                 continue
+            if _op_key(ops[a], {}, values) == _op_key(ops[b], {}, values):
+                # the same loop twice (one score loop per consumer, inlined under a launch guard): keep the first
+                same = {v.name: w for v, w in zip(ops[b].results, ops[a].results)}
+                return ops[:b] + [_renamed(op, same) for op in ops[b + 1:]]
             tainted = {v.name for v in ops[a].results}
             after, before = [], []
             for op in ops[a + 1:b]:             # the ops computed from the earlier loop's results move after
@@ -121,7 +128,7 @@ def _first_pair(ops: list[Op], read_only: set[str], defs: dict[str, Op]) -> list
                 continue                        # the later loop needs the earlier one's results
             if not all(op.name == "alloc" or _effect_free(op, read_only) for op in before):
                 continue                        # an effect would move before the earlier loop's ops
-            return ops[:a] + before + [_fuse(ops[a], ops[b], read_only)] + after + ops[b + 1:]
+            return ops[:a] + before + [_fuse(ops[a], ops[b], read_only, values)] + after + ops[b + 1:]
     return None
 
 
@@ -158,29 +165,35 @@ def _reads(op: Op) -> set[str]:
     return used - defined
 
 
-def _same_range(a: Op, b: Op, defs: dict[str, Op]) -> bool:
-    return all(_same_value(x, y, defs) for x, y in zip(a.operands[:3], b.operands[:3]))
+class _Values:
+    """Values written out as the effect-free, region-free ops that compute them, down to region arguments, loads
+    and loop results (the bounds ``range_skip`` and ``split_reduction`` compute per loop, a key tile's coordinates
+    computed once per consumer): two values with the same text are equal."""
 
+    def __init__(self, defs: dict[str, Op]):
+        self.defs = defs
+        self.memo: dict[str, str] = {}
 
-def _same_value(x: Value, y: Value, defs: dict[str, Op]) -> bool:
-    """The same SSA value, or results of two effect-free, region-free ops with equal attributes (but ``origin``)
-    and equal operands, recursively (the bounds ``range_skip`` and ``split_reduction`` compute per loop)."""
-    if x.name == y.name:
-        return True
-    dx, dy = defs.get(x.name), defs.get(y.name)
-    if dx is None or dy is None or dx.name != dy.name or x.type != y.type or dx.regions or dy.regions \
-            or len(dx.results) != 1 or len(dy.results) != 1 or dx.name not in SPECS \
-            or SPECS[dx.name].effect != "none" or len(dx.operands) != len(dy.operands):
-        return False
-    return _key_attrs(dx) == _key_attrs(dy) and all(_same_value(u, v, defs)
-                                                    for u, v in zip(dx.operands, dy.operands))
+    def text(self, v: Value) -> str:
+        if v.name not in self.memo:
+            op = self.defs.get(v.name)
+            if op is None or op.regions or len(op.results) != 1 or op.name not in SPECS \
+                    or SPECS[op.name].effect != "none":
+                self.memo[v.name] = "%" + v.name
+            else:
+                self.memo[v.name] = (f"{op.name}{_key_attrs(op)}:{v.type}"
+                                     f"({', '.join(self.text(u) for u in op.operands)})")
+        return self.memo[v.name]
+
+    def same_range(self, a: Op, b: Op) -> bool:
+        return all(self.text(x) == self.text(y) for x, y in zip(a.operands[:3], b.operands[:3]))
 
 
 def _key_attrs(op: Op) -> str:
     return repr(sorted((k, repr(v)) for k, v in op.attrs.items() if k != "origin"))
 
 
-def _fuse(first: Op, second: Op, read_only: set[str]) -> Op:
+def _fuse(first: Op, second: Op, read_only: set[str], values: _Values) -> Op:
     """One loop over ``first``'s range carrying both loops' values (``second`` comes after ``first``)."""
     a_body, b_body = first.regions[0], second.regions[0]
     iv = a_body.args[0]
@@ -189,7 +202,7 @@ def _fuse(first: Op, second: Op, read_only: set[str]) -> Op:
     b_ops, b_yield = b_body.ops[:-1], b_body.ops[-1]
     b_ops = [_renamed(op, rename) for op in b_ops]
     b_yielded = [rename.get(v.name, v) for v in b_yield.operands]
-    body_ops, subst = _merge_repeats(a_ops + b_ops, read_only)
+    body_ops, subst = _merge_repeats(a_ops + b_ops, read_only, values)
     yielded = [subst.get(v.name, v) for v in list(a_yield.operands) + b_yielded]
     body = Region([iv] + list(a_body.args[1:]) + list(b_body.args[1:]),
                   body_ops + [replace(a_yield, operands=yielded)])
@@ -208,16 +221,17 @@ def _renamed(op: Op, rename: dict[str, Value]) -> Op:
                    regions=[Region(list(r.args), [_renamed(o, rename) for o in r.ops]) for r in op.regions])
 
 
-def _merge_repeats(ops: list[Op], read_only: set[str]) -> tuple[list[Op], dict[str, Value]]:
-    """``ops`` with each effect-free region-less op equal to an earlier one dropped and its uses given the earlier
-    op's results; the substitution made."""
-    seen: dict[tuple[Any, ...], Op] = {}
+def _merge_repeats(ops: list[Op], read_only: set[str], values: _Values) -> tuple[list[Op], dict[str, Value]]:
+    """``ops`` with each effect-free op equal to an earlier one dropped and its uses given the earlier op's
+    results; the substitution made. An op with regions (a nested loop: attention's score over head-dim tiles)
+    is equal to another when its regions are, up to the names of the values they define (:func:`_op_key`)."""
+    seen: dict[str, Op] = {}
     subst: dict[str, Value] = {}
     out: list[Op] = []
     for op in ops:
         op = _renamed(op, subst)
-        if not op.regions and op.results and _mergeable(op, read_only):
-            key = (op.name, _key_attrs(op), tuple(v.name for v in op.operands), tuple(str(v.type) for v in op.results))
+        if op.results and _effect_free(op, read_only):
+            key = _op_key(op, {}, values)
             earlier = seen.get(key)
             if earlier is not None:
                 subst.update({v.name: e for v, e in zip(op.results, earlier.results)})
@@ -225,6 +239,27 @@ def _merge_repeats(ops: list[Op], read_only: set[str]) -> tuple[list[Op], dict[s
             seen[key] = op
         out.append(op)
     return out, subst
+
+
+def _op_key(op: Op, local: dict[str, str], values: _Values) -> str:
+    """``op`` written out with the values defined inside the op being keyed named by position (``local``), so two
+    copies of one loop with renamed bodies give the same text; values from outside are their :class:`_Values`
+    text."""
+    def name(v: Value) -> str:
+        return local[v.name] if v.name in local else values.text(v)
+
+    regions = []
+    for r in op.regions:
+        for a in r.args:
+            local[a.name] = f"#{len(local)}"
+        inner = []
+        for o in r.ops:
+            inner.append(_op_key(o, local, values))
+            for v in o.results:
+                local[v.name] = f"#{len(local)}"
+        regions.append("{" + ", ".join(str(a.type) for a in r.args) + " | " + "; ".join(inner) + "}")
+    return (f"{op.name}{_key_attrs(op)}({', '.join(name(v) for v in op.operands)}) -> "
+            f"{', '.join(str(v.type) for v in op.results)} {' '.join(regions)}")
 
 
 def _mergeable(op: Op, read_only: set[str]) -> bool:
