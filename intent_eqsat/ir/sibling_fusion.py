@@ -46,7 +46,6 @@ Declaration (SPEC PASS-1):
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.loop_rewrite import defining_ops
