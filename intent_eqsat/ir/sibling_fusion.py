@@ -49,10 +49,10 @@ from dataclasses import replace
 
 from intent_eqsat.ir.core import Kernel, Op, Region, Value, walk
 from intent_eqsat.ir.loop_rewrite import defining_ops
-from intent_eqsat.ir.spec import SPECS
+from intent_eqsat.ir.spec import ATOMIC_ACCESSES, READ_ACCESSES, SPECS
 
-#: loads whose repeats are merged and which may move past other ops: their views are never written
-_READS = ("load", "gather")
+#: the plain (non-atomic) reads: on a view the kernel never writes, their repeats merge and they move freely
+_READS = tuple(a for a in READ_ACCESSES if a not in ATOMIC_ACCESSES)
 
 
 def fuse_sibling_loops(kernel: Kernel) -> Kernel:
@@ -80,7 +80,7 @@ def _drop_unused(body: Region, read_only: set[str]) -> Region:
     computed for themselves), repeated until none is left."""
     while True:
         used = {v.name for op in walk(body) for v in op.operands}
-        dead = {id(op) for op in walk(body) if not op.regions and op.results and _mergeable(op, read_only)
+        dead = {id(op) for op in walk(body) if not op.regions and op.results and _effect_free(op, read_only)
                 and not any(v.name in used for v in op.results)}
         if not dead:
             return body
@@ -125,7 +125,8 @@ def _first_pair(ops: list[Op], read_only: set[str], values: "_Values") -> list[O
                     before.append(op)
             if _reads(ops[b]) & tainted:
                 continue                        # the later loop needs the earlier one's results
-            if not all(op.name == "alloc" or _effect_free(op, read_only) for op in before):
+            if not all(_effect_free(op, read_only) or SPECS.get(op.name) and SPECS[op.name].effect == "alloc"
+                       for op in before):
                 continue                        # an effect would move before the earlier loop's ops
             return ops[:a] + before + [_fuse(ops[a], ops[b], read_only, values)] + after + ops[b + 1:]
     return None
@@ -259,13 +260,6 @@ def _op_key(op: Op, local: dict[str, str], values: _Values) -> str:
         regions.append("{" + ", ".join(str(a.type) for a in r.args) + " | " + "; ".join(inner) + "}")
     return (f"{op.name}{_key_attrs(op)}({', '.join(name(v) for v in op.operands)}) -> "
             f"{', '.join(str(v.type) for v in op.results)} {' '.join(regions)}")
-
-
-def _mergeable(op: Op, read_only: set[str]) -> bool:
-    if "tag" in op.attrs or "after" in op.attrs or op.name not in SPECS:
-        return False
-    effect = SPECS[op.name].effect
-    return effect == "none" or (op.name in _READS and op.operands[0].name in read_only)
 
 
 __all__ = ["fuse_sibling_loops", "read_only_views"]

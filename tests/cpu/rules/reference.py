@@ -44,6 +44,24 @@ def corpus(name: str) -> kir.KirModule:
         return kir.parse(f.read(), filename=path)
 
 
+def suite(name: str) -> kir.KirModule:
+    """The bench suite kernel ``bench/suite/<name>.kir``, parsed."""
+    path = os.path.join(ROOT, "bench", "suite", f"{name}.kir")
+    with open(path) as f:
+        return kir.parse(f.read(), filename=path)
+
+
+def optimize_in_small_tiles(module: kir.KirModule, sizes: Mapping[str, int]):
+    """``module`` optimized for sm90 with the cost model at ``sizes`` (the program a user gets at those sizes) and
+    tiles of 32 or 64 lanes, so that the interpreter's small inputs still span several tiles."""
+    from intent_eqsat.construct import construct
+    from intent_eqsat.extract.cost import RooflineCost
+    from intent_eqsat.optimizer import optimize
+    from intent_eqsat.providers.targets import get_target
+    return optimize(construct(module), target="sm90", cost=RooflineCost(get_target("sm90"), dict(sizes)),
+                    tile_candidates=(32, 64))
+
+
 def ops_named(ops, name: str | None = None) -> list:
     """Every op called ``name`` (every op: None) in ``ops`` and the regions below them, in program order."""
     out = []

@@ -18,14 +18,11 @@ import numpy as np
 import pytest
 
 from intent_eqsat import ir, kir
-from intent_eqsat.construct import construct
-from intent_eqsat.extract.cost import RooflineCost
 from intent_eqsat.ir.core import Module, walk
 from intent_eqsat.ir.sibling_fusion import fuse_sibling_loops
 from intent_eqsat.kir.inputs import random_inputs
-from intent_eqsat.optimizer import golden, optimize
-from intent_eqsat.providers.targets import get_target
-from tests.cpu.rules.reference import assert_matches_reference
+from intent_eqsat.optimizer import golden
+from tests.cpu.rules.reference import assert_matches_reference, corpus, optimize_in_small_tiles, suite
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT / "bench" / "suite"
@@ -43,13 +40,8 @@ KERNELS = {
 
 @functools.lru_cache(maxsize=None)
 def _compile(name: str):
-    sizes = KERNELS[name][0]
-    path = SUITE / f"{name}.kir"
-    module = kir.parse(path.read_text(), filename=str(path))
-    # member tiles of 32 or 64 lanes, so that the interpreter's rows span several tiles
-    result = optimize(construct(module), target="sm90", cost=RooflineCost(get_target("sm90"), sizes),
-                      tile_candidates=(32, 64))
-    return module, result
+    module = suite(name)
+    return module, optimize_in_small_tiles(module, KERNELS[name][0])
 
 
 def _regions(region):
@@ -146,9 +138,7 @@ def test_the_fused_program_gives_the_same_bits(case):
 
 def test_a_loop_that_reads_the_others_result_is_not_fused():
     """Softmax's sum reads the row maximum: its loop must follow the maximum's, so the two stay apart."""
-    module = kir.parse((ROOT / "examples" / "corpus" / "softmax.kir").read_text())
-    result = optimize(construct(module), target="sm90", cost=RooflineCost(get_target("sm90"), {"M": 64, "N": 65536}),
-                      tile_candidates=(32, 64))
+    result = optimize_in_small_tiles(corpus("softmax"), {"M": 64, "N": 65536})
     k = result.program.kernels[0]
     loops = [op for op in walk(k.body) if op.name == "for" and op.results]
     assert len(loops) >= 2 and not _fused_loops(k), ir.print_module(result.program)

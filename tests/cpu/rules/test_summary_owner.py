@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import math
-from pathlib import Path
 
 import pytest
 
@@ -28,9 +27,8 @@ from intent_eqsat.ir.launch import evaluate
 from intent_eqsat.ir.loop_rewrite import defining_ops
 from intent_eqsat.optimizer import optimize
 from intent_eqsat.providers.targets import get_target
-from tests.cpu.rules.reference import assert_matches_reference
+from tests.cpu.rules.reference import assert_matches_reference, optimize_in_small_tiles, suite
 
-SUITE = Path(__file__).resolve().parents[3] / "bench" / "suite"
 
 #: suite kernel (``bench/suite/<name>.kir``, timed by ``bench/user_ops_bench.py``) -> (compile sizes, how many
 #: distinct statistics there are at those sizes, sizes the interpreter keeps fixed)
@@ -47,12 +45,8 @@ NORMS = {
 @functools.lru_cache(maxsize=None)
 def _compile(name: str):
     """(module, optimize result) of a suite norm at its sizes, once per worker (two tests read BatchNorm2d's)."""
-    sizes = NORMS[name][0]
-    path = SUITE / f"{name}.kir"
-    module = kir.parse(path.read_text(), filename=str(path))
-    result = optimize(construct(module), target="sm90", cost=RooflineCost(get_target("sm90"), sizes),
-                      tile_candidates=(32, 64))
-    return module, result
+    module = suite(name)
+    return module, optimize_in_small_tiles(module, NORMS[name][0])
 
 
 def _statistic_runs(kernel, sizes: dict) -> list[tuple[object, int]]:
