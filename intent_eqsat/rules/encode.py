@@ -34,6 +34,35 @@ class Provenance:
     entries: dict[int, list[tuple[int, T]]] = field(default_factory=dict)  # region -> (position, term) in order
     keep: list[T] = field(default_factory=list)                       # keeps keyed terms alive (ids stay valid)
 
+    # Pickled with each term id replaced by the term's position in ``keep`` (every keyed term is kept), and the ids
+    # of the unpickled (re-interned) terms put back: a pickled optimizer result decodes its candidates with the
+    # same names and order in another process (the test suite shares results between its worker processes).
+    def __getstate__(self) -> dict[str, Any]:
+        pos = {id(term): i for i, term in enumerate(self.keep)}
+
+        def pair(key: tuple[int, int], second_is_term: bool) -> tuple[int, int] | None:
+            region = pos.get(key[0])
+            second = pos.get(key[1]) if second_is_term else key[1]
+            return None if region is None or second is None else (region, second)
+
+        def pairs(table: dict, second_is_term: bool) -> list:
+            return [(k2, v) for k, v in table.items() if (k2 := pair(k, second_is_term)) is not None]
+
+        return {"keep": self.keep, "names": pairs(self.names, True), "arg_names": pairs(self.arg_names, False),
+                "order": pairs(self.order, True),
+                "homes": [(pos[k], [pos[r] for r in rs if r in pos]) for k, rs in self.homes.items() if k in pos],
+                "entries": [(pos[k], v) for k, v in self.entries.items() if k in pos]}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        keep = list(state["keep"])
+        ident = [id(term) for term in keep]
+        self.keep = keep
+        self.names = {(ident[r], ident[x]): v for (r, x), v in state["names"]}
+        self.arg_names = {(ident[r], i): v for (r, i), v in state["arg_names"]}
+        self.order = {(ident[r], ident[x]): v for (r, x), v in state["order"]}
+        self.homes = {ident[k]: [ident[r] for r in rs] for k, rs in state["homes"]}
+        self.entries = {ident[k]: v for k, v in state["entries"]}
+
 
 # ------------------------------------------------------------------------------------------ leaf encoders
 

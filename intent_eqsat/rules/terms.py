@@ -31,6 +31,17 @@ class T:
     def __repr__(self) -> str:
         return f"{self.op}({', '.join(repr(a) if not isinstance(a, T) else a.op + '(...)' for a in self.args)})"
 
+    # Interned and immutable: a copy is the term itself, and an unpickled term is this process's unique term of
+    # the same structure, so identity-keyed tables (``encode.Provenance``) and ``t`` agree after either.
+    def __copy__(self) -> "T":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "T":
+        return self
+
+    def __reduce__(self) -> tuple:
+        return (t, (self.op, *self.args))
+
 
 _TABLE: dict[tuple, T] = {}
 _ECLASS_OF: Mapping[str, str] | None = None

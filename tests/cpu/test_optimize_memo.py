@@ -52,3 +52,26 @@ def test_the_key_sees_every_input_and_refuses_what_it_cannot_see():
     for extra in ({"trace": True}, {"progress": lambda *a: None}, {"observe": lambda *a: None},
                   {"rulebooks": "rulebooks"}, {"keep_graphs": True}, {"cost": object()}):
         assert M._key(program, {"target": "sm90", **extra}) is None, extra
+
+
+def _decoded(result) -> list[str]:
+    return [ir.print_module(ir.Module("sm90", result.program.options, [], [c.decode()])) for c in result.candidates]
+
+
+def test_a_copied_result_decodes_its_candidates_as_the_original():
+    """Terms are interned and the provenance is keyed by their identity: a deep copy (the in-process memo) decodes
+    every candidate with the original's names and order (before, a copied split-reduction candidate of row_sum lost
+    its SSA names); a pickle round trip (another process) likewise."""
+    import copy
+    import pickle
+
+    import intent_eqsat.optimizer as O
+
+    computed = O.optimize.__wrapped__(_program(), target="sm90")
+    want = _decoded(computed)
+    assert _decoded(copy.deepcopy(computed)) == want
+    # a pickle of what decode reads (the candidates' closures aside): re-interned terms, provenance re-keyed
+    for c in computed.candidates:
+        term, prov = pickle.loads(pickle.dumps((c.term, c._prov)))
+        assert term is c.term, "an unpickled term is this process's interned term"
+        assert prov.names == c._prov.names and prov.order == c._prov.order and prov.homes == c._prov.homes
