@@ -53,8 +53,9 @@ members are regrouped, each member computed as before (no rescaling, no rounding
 {c(acc, x(a, b))}}`` -- the outer body is the inner ``reduce = c`` loop started from the outer carried value, both
 step 1 from 0, the inner bounds free of the outer loop (``Dep``) -- whose member re-expresses
 (``_loop_flatten.flat``: no carried value, no region op written inside the nest unless it reads only ABI values and
-group coordinates), where ``block_*`` blocks a scalar carry (a statistic computed once, ``OwnStat``); indexed by
-``FlatSum`` (one small table joined before the loops).
+group coordinates), where ``block_*`` blocks a scalar carry (a statistic computed once, ``OwnStat``) or a carry
+over the first ownership axis (``reduction.flatten_b0``: a per-channel sum under a tile of channels,
+``X.var(dim=(0, 2, 3))``); indexed by ``FlatSum`` (one small table joined before the loops).
 
 Rewrites: ``for(.., broadcast(x0)) {c: combine(c, broadcast(x))}`` -> ``broadcast(for(.., x0) {c: combine(c, x)})``;
 ``op(broadcast(a), broadcast(b))`` -> ``broadcast(op(a, b))`` (and ``select(broadcast(c), broadcast(a), splat(s))`` ->
@@ -543,9 +544,9 @@ def _flatten_rules() -> tuple[list, list]:
     starts from the outer carried value, which the outer loop yields; the member re-expresses
     (``_loop_flatten.flat``: it reads neither carried value, no region op written inside the nest unless it reads
     only ABI values and group coordinates). Only where the group blocks the
-    result with a scalar carry (a statistic computed once, ``B.OwnStat``):
-    elsewhere the flattened loop would only grow the e-graph (a convolution's window sums stay nests for
-    ``contraction``)."""
+    result with a scalar carry (a statistic computed once, ``B.OwnStat``) or a carry over the first ownership
+    axis (``flatten_b0``: a per-channel sum under a tile of channels); not over both (a convolution's
+    window sums stay nests for ``contraction``: flattened alternatives would only grow the e-graph)."""
     lb, ub, st, x0, m, lb2, ub2, st2, inner_v = vars_("lb ub st x0 m lb2 ub2 st2 inner_v", Val)
     attrs, ya, a2, y2, ca, sa, la = vars_("attrs ya a2 y2 ca sa la", AMap)
     comb = var("comb", String)
@@ -568,14 +569,18 @@ def _flatten_rules() -> tuple[list, list]:
     shape = [FlatSum(inner_v, d1, ty, comb, m, ub2, a2, ca, y2), eq(d1).to(d + 1), eq(inner_v).to(inner),
              eq(w).to(outer), eq(st).to(P.const(sa, INDEX)), P.HasAttr(sa, "value", A.int_(1)), *_zero_index(lb, la),
              eq(mk).to(P.Dep(ub2)), eq(mk & ((i64(1) << d) | (i64(1) << (d + P.IV_BITS)))).to(i64(0))]
-    # only a statistic's scalar carry, not one over an ownership axis (a per-channel mean under a tile of channels):
-    # the flattened loop there is cheaper unsplit than split, so split_reduction kept it one program per channel
-    # tile (2026-12-06, tests/interp/test_split_reduction.py bn_mean_f32); both forms would need costing after it
+    law = ("for a in [0, A) (x0) {for b in [0, B) (acc) {c(acc, x(a, b))}} == for g in [0, A * B) (x0) {c(acc, "
+           "x(g / B, g % B))} (the same members in the same order")
     name = "reduction.flatten_stat"
     rewrites = [named(name, rule(*shape, eq(B.MaskOf(w)).to(i64(0)), B.OwnStat(w), name=name).then(
-        union(w).with_(new)),
-        "for a in [0, A) (x0) {for b in [0, B) (acc) {c(acc, x(a, b))}} == for g in [0, A * B) (x0) {c(acc, "
-        "x(g / B, g % B))} (the same members in the same order; a statistic computed once)")]
+        union(w).with_(new)), law + "; a statistic computed once)")]
+    # a carry over the first ownership axis alone (a per-channel sum under a tile of channels, X.var(dim=(0, 2,
+    # 3))): its (h, w) plane becomes one loop of TILE_R-member tiles instead of one 64-lane tile per row of W
+    # members; not a carry over both axes (a convolution's (c, kh, kw) window sums stay nests for ``contraction``)
+    # nor over b1 alone (no kernel tried has one: a column statistic under a rank-2 tile carries [T0, T1])
+    name = "reduction.flatten_b0"
+    rewrites.append(named(name, rule(*shape, eq(B.MaskOf(w)).to(i64(1)), name=name).then(union(w).with_(new)),
+                          law + "; the carry ranges over b0)"))
     return support, rewrites
 
 

@@ -184,7 +184,13 @@ def _defs(region: Region, into: dict[str, Op]) -> dict[str, Op]:
     return into
 
 
+#: index arithmetic on launch values that is itself a launch value (a flattened nest's trip count ``H * W``)
+_LAUNCH_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+
+
 def _launch_value(v: Value, defs: dict[str, Op]) -> LaunchExpr | None:
+    """``v`` as a launch expression: a ``launch`` or integer ``const`` op, or sums, differences and products of
+    such index values; None for anything else."""
     op = defs.get(v.name)
     if op is None or not isinstance(v.type, ScalarType) or v.type.dtype != "index":
         return None
@@ -192,6 +198,10 @@ def _launch_value(v: Value, defs: dict[str, Op]) -> LaunchExpr | None:
         return op.attrs["expr"]
     if op.name == "const" and isinstance(op.attrs.get("value"), int) and not isinstance(op.attrs["value"], bool):
         return Const(int(op.attrs["value"]))
+    if op.name in _LAUNCH_ARITH and len(op.operands) == 2 and not op.regions:
+        lhs, rhs = (_launch_value(x, defs) for x in op.operands)
+        if lhs is not None and rhs is not None:
+            return BinOp(_LAUNCH_ARITH[op.name], lhs, rhs)
     return None
 
 
