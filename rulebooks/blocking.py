@@ -152,6 +152,11 @@ OwnWantRegions = relation("BlockOwnWantRegions", Regions, LiftCtx)
 OwnStat = relation("BlockOwnStat", Val)
 OwnStatVals = relation("BlockOwnStatVals", Vals)
 OwnStatRegions = relation("BlockOwnStatRegions", Regions)
+#: ``InScalarGroup(v)``: ``v`` is computed by the one program of a rank-0 segment (a loss, a norm to a scalar)
+InScalarGroup = relation("BlockInScalarGroup", Val)
+InScalarGroupVals = relation("BlockInScalarGroupVals", Vals)
+InScalarGroupRegions = relation("BlockInScalarGroupRegions", Regions)
+InScalarGroupStmts = relation("BlockInScalarGroupStmts", Stmts)
 
 
 @function(merge=lambda old, new: old | new)
@@ -616,6 +621,46 @@ def _lift_rules():
                                         eq(mk & enclosing).to(i64(0)), ne(dt).to(String("index"))).then(
         union(y).with_(lv)),
         "a nested loop that reads nothing of its enclosing loops nor a blocked coordinate is its own lifting")
+    # A group of a rank-0 segment (a loss, a norm to a scalar) is one program: every value it computes is computed
+    # once. A reduction loop nested in another loop's member there (a cross-entropy's per-row max and sum: started
+    # from a value, not from the enclosing loop's carry) is a statistic computed once per member, marked ``OwnStat``
+    # so the reduction group blocks it over a tile of its members. The top-level loops and the nests continuing an
+    # enclosing carry are left to ``split_reduction`` (which lane-blocks a one-program nest whose members lift).
+    kn0 = var("kn0", String)
+    la0, gs0 = vars_("la0 gs0", LE)
+    ord0 = var("ord0", String)
+    at0, ga0 = vars_("at0 ga0", Tys)
+    ys0, gy0, px0 = vars_("ys0 gy0 px0", Vals)
+    ya0, gya0, gat0 = vars_("ya0 gya0 gat0", AMap)
+    sq0 = var("sq0", i64)
+    gst0 = var("gst0", Stmts)
+    scalar_group = KernelT.make(kn0, Segs.cons(Seg.make(LEs.nil(), ord0, gs0), Segs.nil()), la0, Region.make(
+        0, at0, Stmts.cons(Stmt.op(sq0, "execution_group", px0, gat0, Tys.nil(),
+                                   Regions.cons(Region.make(1, ga0, gst0, gy0, gya0), Regions.nil())), Stmts.nil()),
+        ys0, ya0))
+    add("scalar_group", rule(eq(var("k0", KernelT)).to(scalar_group)).then(InScalarGroupStmts(gst0)),
+        "the values of a rank-0 segment's one program")
+    add("scalar_group_stmts", rule(InScalarGroupStmts(Stmts.cons(Stmt.op(sq0, nm, xs, attrs, var("sts", Tys), regs),
+                                                                 s_))).then(
+        InScalarGroupVals(xs), InScalarGroupRegions(regs), InScalarGroupStmts(s_)), "each statement's operands")
+    add("scalar_group_op", rule(InScalarGroup(v), eq(v).to(Val.op(nm, xs, attrs, t))).then(InScalarGroupVals(xs)),
+        "an op's operands")
+    add("scalar_group_res", rule(InScalarGroup(v), eq(v).to(Val.res(Multi.op(nm, xs, attrs, var("rts0", Tys), mr),
+                                                                     i, t))).then(
+        InScalarGroupVals(xs), InScalarGroupRegions(mr)), "a region op's operands and regions")
+    add("scalar_group_cons", rule(InScalarGroupVals(Vals.cons(x, rest))).then(InScalarGroup(x),
+                                                                              InScalarGroupVals(rest)), "each value")
+    add("scalar_group_region", rule(InScalarGroupRegions(Regions.cons(Region.make(d, var("ra0", Tys), s_, ys2, rya),
+                                                                      regs))).then(
+        InScalarGroupVals(ys2), InScalarGroupRegions(regs)), "each region's yields")
+    x00 = var("x00", Val)
+    add("scalar_group_member_stat", rule(
+        InScalarGroup(v), eq(v).to(P.for1(var("lb0", Val), var("ub0", Val), var("st0", Val), x00, attrs, t, d,
+                                          var("bd0", Val), rya)),
+        eq(d.bool_gt(i64(2))).to(Bool(True)), eq(x00).to(Val.op(var("nm0", String), var("xs0", Vals),
+                                                                 var("at00", AMap), var("t0", Ty)))).then(OwnStat(v)),
+        "a loop nested in a member of a rank-0 segment's reduction, started from a value, is computed once per "
+        "member")
     add("own_stat_op", rule(OwnStat(v), eq(v).to(Val.op(nm, xs, attrs, t))).then(OwnStatVals(xs)),
         "a statistic's ops: their operands")
     add("own_stat_res", rule(OwnStat(v), eq(v).to(Val.res(Multi.op(nm, xs, attrs, var("rts", Tys), mr), i, t))).then(
