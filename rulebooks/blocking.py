@@ -31,7 +31,9 @@ lifting per value, so ``remat``'s unions never merge a scalar with its per-lane 
 runs per lane only when it reads a blocked coordinate (``OwnMask``, a demand-driven analysis of the coordinates its term reads, a
 region with statements counted as reading all): one that reads none (a BatchNorm channel statistic under a tile
 of (h, w)) is its own lifting, one scalar loop broadcast where it is used, and is marked ``OwnStat`` with its parts
-so the reduction group blocks its scalar reduction loops. A loop's bounds, initial value and yield are lifted
+so the reduction group blocks its scalar reduction loops. In a rank-0 segment (a loss reduced to one number) a
+reduction loop nested in another loop's member and started from a value (a cross-entropy's per-row max and sum) is
+marked ``OwnStat`` too (``scalar_group_member_stat``). A loop's bounds, initial value and yield are lifted
 (demanded) only once it is known to run per lane; its parts are read from one ``ForLoop`` row per loop e-node.
 A prefix loop over the tile ``j in [j0, j0 + T)`` becomes ``c(for k in [0, j0): c(acc, m(k)), scan_c(m(j0 +
 range(T))))``: the uniform prefix (marked ``reduce = c``, so the reduction group blocks it) combined with the

@@ -36,7 +36,7 @@ class Provenance:
 
     # Pickled with each term id replaced by the term's position in ``keep`` (every keyed term is kept), and the ids
     # of the unpickled (re-interned) terms put back: a pickled optimizer result decodes its candidates with the
-    # same names and order in another process (the test suite shares results between its worker processes).
+    # same names and order in another process (a batch worker's result, a cached compile).
     def __getstate__(self) -> dict[str, Any]:
         pos = {id(term): i for i, term in enumerate(self.keep)}
 

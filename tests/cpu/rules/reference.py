@@ -62,6 +62,13 @@ def optimize_in_small_tiles(module: kir.KirModule, sizes: Mapping[str, int]):
                     tile_candidates=(32, 64))
 
 
+def ops_in_value_loops(kernel) -> list:
+    """Every op inside a value-producing ``for`` of ``kernel`` (a reduction's member and what computes it), once per
+    enclosing such loop."""
+    return [x for op in ir.walk(kernel.body) if op.name == "for" and op.results
+            for r in op.regions for x in ir.walk(r)]
+
+
 def ops_named(ops, name: str | None = None) -> list:
     """Every op called ``name`` (every op: None) in ``ops`` and the regions below them, in program order."""
     out = []

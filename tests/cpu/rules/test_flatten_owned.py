@@ -13,14 +13,14 @@ tiles and chunks).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
 
 from intent_eqsat import ir, kir
-from intent_eqsat.ir.core import walk
 from intent_eqsat.ir.launch import evaluate
-from tests.cpu.rules.reference import assert_matches_reference, optimize_in_small_tiles, suite
+from tests.cpu.rules.reference import assert_matches_reference, ops_in_value_loops, optimize_in_small_tiles, suite
 
 #: kernels written as PyTorch users write these reductions; the suite's two and two written here, not tuned for
 CHAN_AMAX_BF16 = """
@@ -48,24 +48,12 @@ CASES = {
                   {"C": 2}, None),
 }
 
-_RESULTS: dict = {}
-
-
+@functools.lru_cache(maxsize=None)
 def _compiled(name: str):
-    if name not in _RESULTS:
-        make, sizes, *_ = CASES[name]
-        module = make()
-        _RESULTS[name] = (module, optimize_in_small_tiles(module, sizes))
-    return _RESULTS[name]
-
-
-def _reduction_loads(kernel) -> list:
-    """The loads of the input inside value-producing loops (the reductions' members)."""
-    out = []
-    for op in walk(kernel.body):
-        if op.name == "for" and op.results:
-            out.extend(x for r in op.regions for x in walk(r) if x.name == "load")
-    return out
+    """(module, optimize result) of a case at its compile sizes, once per worker (three tests read each)."""
+    make, sizes, *_ = CASES[name]
+    module = make()
+    return module, optimize_in_small_tiles(module, sizes)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -76,10 +64,10 @@ def test_a_reduction_over_several_axes_reads_its_flattened_members_in_wide_tiles
     _, sizes, row, _, _ = CASES[name]
     kernel = result.program.kernels[0]
     printed = ir.print_module(result.program)
-    loads = _reduction_loads(kernel)
+    members = ops_in_value_loops(kernel)
+    loads = [op for op in members if op.name == "load"]
     assert loads, printed
-    ops = {op.name for op in walk(kernel.body)}
-    assert {"div", "rem"} <= ops, printed
+    assert {"div", "rem"} <= {op.name for op in members}, printed
     widest = max(math.prod(int(evaluate(d, sizes)) for d in op.results[0].type.shape) for op in loads)
     assert widest > 2 * sizes[row], (widest, printed)
 

@@ -11,6 +11,7 @@ realistic sizes and the values against the KIR reference in the GPU IR interpret
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from intent_eqsat import ir, kir
 from intent_eqsat.ir.core import walk
 from intent_eqsat.ir.launch import evaluate
-from tests.cpu.rules.reference import assert_matches_reference, optimize_in_small_tiles, suite
+from tests.cpu.rules.reference import assert_matches_reference, ops_in_value_loops, optimize_in_small_tiles, suite
 
 LSE_MEAN_BF16 = """
 # torch.logsumexp(X.float(), dim=1).mean() of bf16 logits.
@@ -42,24 +43,17 @@ CASES = {
                          {"M": 4096, "D": 4096}, "D", {"M": 5}),
 }
 
-_RESULTS: dict = {}
-
-
+@functools.lru_cache(maxsize=None)
 def _compiled(name: str):
-    if name not in _RESULTS:
-        make, sizes, *_ = CASES[name]
-        module = make()
-        _RESULTS[name] = (module, optimize_in_small_tiles(module, sizes))
-    return _RESULTS[name]
+    """(module, optimize result) of a case at its compile sizes, once per worker (two tests read each)."""
+    make, sizes, *_ = CASES[name]
+    module = make()
+    return module, optimize_in_small_tiles(module, sizes)
 
 
 def _nested_loops(kernel) -> list:
     """Value-producing loops inside another value-producing loop."""
-    out = []
-    for op in walk(kernel.body):
-        if op.name == "for" and op.results:
-            out.extend(x for r in op.regions for x in walk(r) if x.name == "for" and x.results)
-    return out
+    return [op for op in ops_in_value_loops(kernel) if op.name == "for" and op.results]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
